@@ -1,0 +1,107 @@
+import { fileURLToPath } from 'node:url';
+import { FolderConfigSource } from '../../proxy/config/folder-source.js';
+import type { ConfigSource } from '../../proxy/config/source.js';
+import { defaultBilling, defaultFeatures, afterStart } from '../../proxy/features.js';
+import { startGateway } from '../../proxy/gateway.js';
+import { createLogger } from '../../proxy/server/log.js';
+import { parseFlags, portFlag, UsageError } from '../args.js';
+import type { Command } from '../main.js';
+
+const QUICKSTART_DIR = fileURLToPath(new URL('../../examples/quickstart/', import.meta.url));
+export const QUICKSTART_ADMIN_TOKEN = 'quickstart-admin';
+
+export const command: Command = {
+  summary: 'run the gateway (API and admin ports)',
+  usage: `Usage: tollgate serve (--config DIR | --config-from grpc://HOST:PORT | --quickstart) [flags]
+
+  --config DIR            ModelRoute/Group/ApiKey manifests (*.yaml, watched for changes)
+  --config-from URL       receive config snapshots from the operator (grpc:// or grpcs://);
+                          the stream token is TOLLGATE_DISCOVERY_TOKEN
+  --quickstart            examples/quickstart + the simulator on 127.0.0.1:8090 + data in .tollgate/
+  --host H                listen address (default 127.0.0.1; 0.0.0.0 in a container)
+  --port N                API port (default 8080)
+  --admin-port N          admin port: /healthz /readyz /metrics and the admin API (default 9090)
+  --data DIR              embedded PostgreSQL (PGlite) and local results in DIR
+  --database-url URL      PostgreSQL instead of PGlite (default: env DATABASE_URL)
+  --admin-token T         admin API bearer token (default: env TOLLGATE_ADMIN_TOKEN)
+  --public-url URL        how clients reach this gateway (signed result URLs)
+  --allow-loopback-urls   let webhooks and media URLs point at loopback addresses
+  --body-limit BYTES      request body limit (default 33554432)
+  --simulator-port N      with --quickstart: the simulator's port (default 8090)`,
+  async run(argv) {
+    const { values } = parseFlags(argv, {
+      config: { type: 'string' },
+      'config-from': { type: 'string' },
+      quickstart: { type: 'boolean' },
+      host: { type: 'string' },
+      port: { type: 'string' },
+      'admin-port': { type: 'string' },
+      data: { type: 'string' },
+      'database-url': { type: 'string' },
+      'admin-token': { type: 'string' },
+      'public-url': { type: 'string' },
+      'allow-loopback-urls': { type: 'boolean' },
+      'body-limit': { type: 'string' },
+      'simulator-port': { type: 'string' },
+    });
+    const sources = [values.config, values['config-from'], values.quickstart].filter(Boolean).length;
+    if (sources !== 1) throw new UsageError('give exactly one of --config DIR, --config-from grpc://HOST:PORT or --quickstart');
+    const bodyLimit = values['body-limit'] === undefined ? undefined : Number(values['body-limit']);
+    if (bodyLimit !== undefined && !(Number.isInteger(bodyLimit) && bodyLimit > 0)) throw new UsageError('--body-limit must be a positive number of bytes');
+    const port = portFlag('port', values.port, 8080);
+    const adminPort = portFlag('admin-port', values['admin-port'], 9090);
+    const log = createLogger({ component: 'gateway' });
+    const quickstart = values.quickstart === true;
+
+    let simulator: { url: string; close(): Promise<void> } | undefined;
+    if (quickstart) {
+      const { startSimulator } = await import('../../simulator/index.js');
+      simulator = await startSimulator({ port: portFlag('simulator-port', values['simulator-port'], 8090), host: '127.0.0.1' });
+      log.info('simulator listening', { url: simulator.url });
+    }
+
+    if (values['config-from']) throw new UsageError('--config-from needs the operator, which is not part of this build yet; use --config DIR');
+    const source: ConfigSource = new FolderConfigSource(quickstart ? QUICKSTART_DIR : values.config!, log);
+
+    const databaseUrl = values['database-url'] ?? process.env.DATABASE_URL;
+    const dataDir = values.data ?? (quickstart && !databaseUrl ? '.tollgate' : undefined);
+    if (dataDir) {
+      const { mkdir } = await import('node:fs/promises');
+      await mkdir(dataDir, { recursive: true });
+    }
+    const adminToken = values['admin-token'] ?? process.env.TOLLGATE_ADMIN_TOKEN ?? (quickstart ? QUICKSTART_ADMIN_TOKEN : undefined);
+    if (!adminToken) log.warn('no admin token set (--admin-token or TOLLGATE_ADMIN_TOKEN): the admin API uses a random one');
+
+    const gateway = await startGateway({
+      source,
+      databaseUrl,
+      dataDir: dataDir ? `${dataDir}/pg` : undefined,
+      host: values.host,
+      port,
+      adminPort,
+      adminToken,
+      bodyLimitBytes: bodyLimit,
+      log,
+      billing: defaultBilling,
+      features: defaultFeatures,
+      options: {
+        ...(values['public-url'] ? { publicBaseURL: values['public-url'].replace(/\/+$/, '') } : {}),
+        ...(dataDir ? { dataDir } : {}),
+        allowLoopbackURLs: quickstart || values['allow-loopback-urls'] === true,
+      },
+    });
+    await afterStart(gateway, { quickstart });
+
+    await new Promise<void>((resolve) => {
+      const stop = (signal: string) => {
+        log.info('shutting down', { signal });
+        resolve();
+      };
+      process.once('SIGTERM', () => stop('SIGTERM'));
+      process.once('SIGINT', () => stop('SIGINT'));
+    });
+    await gateway.close();
+    await simulator?.close();
+    return 0;
+  },
+};

@@ -1,0 +1,46 @@
+import { startSimulator } from '../../simulator/index.js';
+import { parseFlags, portFlag, UsageError } from '../args.js';
+import type { Command } from '../main.js';
+
+export const command: Command = {
+  summary: 'run the offline upstream simulator',
+  usage: `Usage: tollgate simulate [--port N] [--host H] [--latency MS] [--chunk-delay MS]
+
+Serves the providers' wire protocols offline with deterministic answers:
+  POST /v1/chat/completions   OpenAI Chat Completions (JSON and SSE)
+
+Directives in the last user message drive failures: [sim:429] [sim:500] [sim:fail] [sim:cut]
+[sim:slow=MS] [sim:tokens=N].
+
+  --port N          listen port (default 8090)
+  --host H          listen address (default 127.0.0.1)
+  --latency MS      delay before the first byte of every answer (default 0)
+  --chunk-delay MS  delay between stream events (default 0)`,
+  async run(argv) {
+    const { values } = parseFlags(argv, {
+      port: { type: 'string' },
+      host: { type: 'string' },
+      latency: { type: 'string' },
+      'chunk-delay': { type: 'string' },
+    });
+    const ms = (name: string, v: string | undefined) => {
+      if (v === undefined) return 0;
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < 0) throw new UsageError(`--${name} must be a whole number of milliseconds, got "${v}"`);
+      return n;
+    };
+    const sim = await startSimulator({
+      port: portFlag('port', values.port, 8090),
+      host: values.host ?? '127.0.0.1',
+      latencyMs: ms('latency', values.latency),
+      chunkDelayMs: ms('chunk-delay', values['chunk-delay']),
+    });
+    process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), level: 'info', msg: 'simulator listening', url: sim.url })}\n`);
+    await new Promise<void>((resolve) => {
+      process.once('SIGTERM', resolve);
+      process.once('SIGINT', resolve);
+    });
+    await sim.close();
+    return 0;
+  },
+};

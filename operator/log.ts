@@ -1,0 +1,23 @@
+/** One JSON object per line on stderr. Never pass keys, secret values or credentials. */
+export interface Logger {
+  info(msg: string, fields?: Record<string, unknown>): void;
+  warn(msg: string, fields?: Record<string, unknown>): void;
+  error(msg: string, fields?: Record<string, unknown>): void;
+  child(fields: Record<string, unknown>): Logger;
+}
+
+export type LogLevel = 'info' | 'warn' | 'error' | 'silent';
+
+export function createLogger(base: Record<string, unknown> = {}, level: LogLevel = (process.env.TOLLGATE_LOG_LEVEL as LogLevel | undefined) ?? 'info'): Logger {
+  const rank = { info: 0, warn: 1, error: 2, silent: 3 }[level] ?? 0;
+  const write = (lvl: string, r: number, msg: string, fields?: Record<string, unknown>) => {
+    if (r < rank) return;
+    process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), level: lvl, msg, ...base, ...fields })}\n`);
+  };
+  return {
+    info: (m, f) => write('info', 0, m, f),
+    warn: (m, f) => write('warn', 1, m, f),
+    error: (m, f) => write('error', 2, m, f),
+    child: (f) => createLogger({ ...base, ...f }, level),
+  };
+}

@@ -1,0 +1,415 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { Server } from 'node:http';
+import {
+  CoordinationV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  PatchStrategy,
+  makeInformer,
+  setHeaderOptions,
+  type Informer,
+  type KubernetesObject,
+  type ObjectCache,
+  type V1Secret,
+} from '@kubernetes/client-node';
+import { compile, type CompileResult, type GatewayConfig, type RawResource } from '../api/snapshot/index.js';
+import { API_VERSION, GROUP, KEY_PREFIX, KIND_INFO, KINDS, VERSION, type Kind } from '../api/v1alpha1/index.js';
+import { DiscoveryServer } from './discovery-server.js';
+import { LeaderElector, codeOf, errText } from './leader.js';
+import { createLogger, type Logger } from './log.js';
+import { OperatorMetrics, serveMetrics } from './metrics.js';
+import { WorkQueue } from './queue.js';
+import { desiredReady, errorsByResource, nextStatus, readyChanged, refKey, type DesiredReady, type KubeObject } from './status.js';
+
+export interface OperatorOptions {
+  kubeConfig: KubeConfig;
+  /** Watch one namespace; undefined watches all. */
+  namespace?: string;
+  grpcPort?: number;
+  grpcHost?: string;
+  /** null disables the metrics/health server. */
+  metricsPort?: number | null;
+  metricsHost?: string;
+  /** Bearer token proxies present (TOLLGATE_DISCOVERY_TOKEN). */
+  token?: string;
+  tlsCert?: string;
+  tlsKey?: string;
+  lease?: { namespace?: string; name?: string; identity?: string; durationMs?: number; retryMs?: number };
+  debounceMs?: number;
+  log?: Logger;
+}
+
+type Cache = Informer<KubernetesObject> & ObjectCache<KubernetesObject> & { latestResourceVersion?: () => string };
+
+const SECRET_DATA_KEY = 'apiKey';
+const COMPILE = 'compile';
+
+/** sk-service- + base64url of 32 random bytes. */
+export function mintApiKey(): string {
+  return KEY_PREFIX + randomBytes(32).toString('base64url');
+}
+
+/** The Secret an ApiKey's minted key lives in. */
+export function mintedSecretName(apiKeyName: string): string {
+  return `${apiKeyName}-key`;
+}
+
+/**
+ * The controller: informers on ModelRoute, Group, ApiKey and Secret feed a keyed work queue;
+ * one compile pass (pure) turns the cache into a GatewayConfig served over gRPC, and per-resource
+ * items write Ready conditions (only when changed) and mint keys. Only the lease holder writes;
+ * every replica compiles and serves snapshots.
+ */
+export class Operator {
+  private readonly log: Logger;
+  private readonly custom: CustomObjectsApi;
+  private readonly core: CoreV1Api;
+  private readonly caches = new Map<string, Cache>();
+  private readonly synced = new Set<string>();
+  private readonly restartTimers = new Map<string, NodeJS.Timeout>();
+  private readonly queue: WorkQueue;
+  private readonly discovery: DiscoveryServer;
+  private readonly leader: LeaderElector;
+  readonly metrics = new OperatorMetrics();
+  private metricsServer: Server | undefined;
+  private result: CompileResult | undefined;
+  private published: GatewayConfig | undefined;
+  /** ApiKey ref -> why its Secret cannot be used (a Secret of that name not owned by it). */
+  private readonly mintConflicts = new Map<string, string>();
+  private stopped = false;
+
+  constructor(private readonly opts: OperatorOptions) {
+    this.log = opts.log ?? createLogger({ component: 'operator' });
+    this.custom = opts.kubeConfig.makeApiClient(CustomObjectsApi);
+    this.core = opts.kubeConfig.makeApiClient(CoreV1Api);
+    this.queue = new WorkQueue((key) => this.handle(key), {
+      debounceMs: opts.debounceMs ?? 50,
+      onError: (key, err, retryIn) => {
+        this.metrics.queueRetries.inc();
+        this.log.warn('work item failed; retrying', { item: key, retryInMs: retryIn, error: errText(err) });
+      },
+    });
+    this.discovery = new DiscoveryServer({
+      token: opts.token,
+      tlsCert: opts.tlsCert,
+      tlsKey: opts.tlsKey,
+      log: this.log.child({ component: 'discovery' }),
+      onChange: () => this.updateProxyMetrics(),
+    });
+    const identity = opts.lease?.identity ?? process.env.POD_NAME ?? `tollgate-operator-${randomBytes(4).toString('hex')}`;
+    this.leader = new LeaderElector(
+      opts.kubeConfig.makeApiClient(CoordinationV1Api),
+      {
+        namespace: opts.lease?.namespace ?? opts.namespace ?? process.env.POD_NAMESPACE ?? 'default',
+        name: opts.lease?.name ?? 'tollgate-operator',
+        identity,
+        leaseDurationMs: opts.lease?.durationMs,
+        retryMs: opts.lease?.retryMs,
+        onStartedLeading: () => {
+          this.metrics.leader.set(1);
+          this.queue.add(COMPILE, 0); // write whatever status the last leader left undone
+        },
+        onStoppedLeading: () => this.metrics.leader.set(0),
+      },
+      this.log.child({ component: 'leader' }),
+    );
+  }
+
+  identity(): string {
+    return this.opts.lease?.identity ?? '';
+  }
+
+  isLeader(): boolean {
+    return this.leader.isLeader();
+  }
+
+  /** True once every informer has listed and a snapshot was published. */
+  ready(): boolean {
+    return this.published !== undefined;
+  }
+
+  snapshot(): GatewayConfig | undefined {
+    return this.published;
+  }
+
+  lastResult(): CompileResult | undefined {
+    return this.result;
+  }
+
+  proxies() {
+    return this.discovery.stats();
+  }
+
+  /** Starts the gRPC server, metrics, informers and leader election. Returns the bound ports. */
+  async start(): Promise<{ grpcPort: number; metricsPort?: number }> {
+    const grpcPort = await this.discovery.listen(this.opts.grpcPort ?? 50051, this.opts.grpcHost ?? '0.0.0.0');
+    let metricsPort: number | undefined;
+    if (this.opts.metricsPort !== null) {
+      const m = await serveMetrics(this.metrics, this.opts.metricsPort ?? 9091, () => this.ready(), this.opts.metricsHost ?? '0.0.0.0');
+      this.metricsServer = m.server;
+      metricsPort = m.port;
+    }
+    const ns = this.opts.namespace;
+    for (const kind of KINDS) {
+      const { plural } = KIND_INFO[kind];
+      const path = ns ? `/apis/${GROUP}/${VERSION}/namespaces/${ns}/${plural}` : `/apis/${GROUP}/${VERSION}/${plural}`;
+      const list = () =>
+        (ns
+          ? this.custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural })
+          : this.custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural })) as Promise<{ items: KubernetesObject[]; metadata?: { resourceVersion?: string } }>;
+      this.watch(kind, path, list);
+    }
+    this.watch(
+      'Secret',
+      ns ? `/api/v1/namespaces/${ns}/secrets` : '/api/v1/secrets',
+      () => (ns ? this.core.listNamespacedSecret({ namespace: ns }) : this.core.listSecretForAllNamespaces()) as never,
+    );
+    this.leader.start();
+    this.log.info('operator started', { grpcPort, metricsPort, namespace: ns ?? '(all)', identity: this.identity() || undefined });
+    return { grpcPort, metricsPort };
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.queue.shutDown();
+    for (const t of this.restartTimers.values()) clearTimeout(t);
+    for (const c of this.caches.values()) await c.stop();
+    await this.leader.stop();
+    await this.discovery.close();
+    if (this.metricsServer) {
+      this.metricsServer.closeAllConnections();
+      await new Promise<void>((resolve) => this.metricsServer!.close(() => resolve()));
+    }
+    this.log.info('operator stopped');
+  }
+
+  /** Resolves when no work is queued (tests). */
+  idle(): Promise<void> {
+    return this.queue.idle();
+  }
+
+  // ---------- informers ----------
+
+  private watch(name: string, path: string, list: () => Promise<{ items: KubernetesObject[]; metadata?: { resourceVersion?: string } }>) {
+    const informer = makeInformer(this.opts.kubeConfig, path, list as never) as Cache;
+    this.caches.set(name, informer);
+    const changed = () => this.queue.add(COMPILE);
+    informer.on('add', changed);
+    informer.on('update', changed);
+    informer.on('delete', changed);
+    let failures = 0;
+    const begin = () => {
+      if (this.stopped) return;
+      informer
+        .start()
+        .then(() => {
+          if (informer.latestResourceVersion?.()) {
+            failures = 0;
+            if (!this.synced.has(name)) {
+              this.synced.add(name);
+              this.log.info('informer synced', { resource: name, objects: informer.list().length });
+              this.queue.add(COMPILE, 0);
+            }
+          }
+        })
+        .catch((err: unknown) => this.log.warn('informer start failed', { resource: name, error: errText(err) }));
+    };
+    informer.on('error', (err: unknown) => {
+      if (this.stopped) return;
+      failures++;
+      const wait = Math.min(5000, 100 * 2 ** Math.min(failures, 6));
+      this.log.warn('watch failed; restarting', { resource: name, retryInMs: wait, error: errText(err) });
+      clearTimeout(this.restartTimers.get(name));
+      this.restartTimers.set(name, setTimeout(begin, wait));
+    });
+    begin();
+  }
+
+  private objects(kind: string): KubeObject[] {
+    return (this.caches.get(kind)?.list() ?? []) as unknown as KubeObject[];
+  }
+
+  private find(kind: string, namespace: string | undefined, name: string): KubeObject | undefined {
+    return this.caches.get(kind)?.get(name, namespace) as unknown as KubeObject | undefined;
+  }
+
+  // ---------- reconcile ----------
+
+  private async handle(key: string): Promise<void> {
+    if (key === COMPILE) return this.compilePass();
+    const [what, kind, ns, name] = key.split('/') as [string, Kind, string, string];
+    if (what === 'status') return this.writeStatus(kind, ns || undefined, name);
+    if (what === 'mint') return this.mint(ns || undefined, name);
+  }
+
+  private secretValue(namespace: string | undefined, name: string, key: string): string | undefined {
+    const s = this.find('Secret', namespace, name) as (KubeObject & Pick<V1Secret, 'data'>) | undefined;
+    const v = s?.data?.[key];
+    return v === undefined ? undefined : Buffer.from(v, 'base64').toString('utf8');
+  }
+
+  /** The hash of a minted key: its Secret exists and is owned by this ApiKey. */
+  private mintedHash(key: KubeObject): string | undefined {
+    const secret = this.find('Secret', key.metadata.namespace, mintedSecretName(key.metadata.name));
+    if (!secret || !ownedBy(secret, key)) return undefined;
+    const value = this.secretValue(key.metadata.namespace, mintedSecretName(key.metadata.name), SECRET_DATA_KEY);
+    if (!value) return undefined;
+    return `sha256:${createHash('sha256').update(value).digest('hex')}`;
+  }
+
+  private compilePass(): void {
+    if (this.synced.size < KINDS.length + 1) return; // a partial cache would publish a partial snapshot
+    this.metrics.reconciles.inc();
+    const inputs: RawResource[] = [];
+    const byRef = new Map<string, KubeObject>();
+    for (const kind of KINDS) {
+      for (const o of this.objects(kind)) {
+        byRef.set(refKey(kind, o.metadata.namespace, o.metadata.name), o);
+        inputs.push({
+          object: { apiVersion: API_VERSION, kind, metadata: o.metadata, spec: o.spec },
+          source: `${kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`,
+        });
+      }
+    }
+    const result = compile(inputs, {
+      cluster: true,
+      secret: (ns, name, key) => this.secretValue(ns, name, key),
+      mintedKeyHash: (k) => {
+        const obj = byRef.get(refKey('ApiKey', k.metadata.namespace, k.metadata.name));
+        return obj ? this.mintedHash(obj) : undefined;
+      },
+    });
+    this.result = result;
+    this.metrics.compileErrors.set(new Set(result.errors.map((e) => refKey(e.kind, e.namespace, e.name))).size);
+    const config = result.config;
+    if (this.published?.version !== config.version) {
+      this.published = config;
+      this.discovery.setSnapshot(config);
+      this.metrics.setVersion(config.version);
+      this.metrics.snapshotResources.set({ type: 'models' }, Object.keys(config.models).length);
+      this.metrics.snapshotResources.set({ type: 'groups' }, Object.keys(config.groups).length);
+      this.metrics.snapshotResources.set({ type: 'keys' }, Object.keys(config.keys).length);
+      this.log.info('snapshot published', {
+        version: config.version,
+        models: Object.keys(config.models).length,
+        groups: Object.keys(config.groups).length,
+        keys: Object.keys(config.keys).length,
+        errors: result.errors.length,
+      });
+      this.updateProxyMetrics();
+    }
+    if (!this.leader.isLeader()) return;
+    for (const kind of KINDS) {
+      for (const o of this.objects(kind)) {
+        const ns = o.metadata.namespace ?? '';
+        if (kind === 'ApiKey' && !o.spec?.keyHash && !this.mintedHash(o)) this.queue.add(`mint/ApiKey/${ns}/${o.metadata.name}`, 0);
+        const want = this.desired(kind, o);
+        if (want && this.statusChanged(kind, o, want)) this.queue.add(`status/${kind}/${ns}/${o.metadata.name}`, 0);
+      }
+    }
+  }
+
+  private desired(kind: Kind, o: KubeObject): DesiredReady | undefined {
+    if (!this.result) return undefined;
+    const errors = errorsByResource(this.result.errors).get(refKey(kind, o.metadata.namespace, o.metadata.name)) ?? [];
+    let keyPending: string | undefined;
+    if (kind === 'ApiKey' && !o.spec?.keyHash && !this.mintedHash(o)) {
+      keyPending =
+        this.mintConflicts.get(refKey(kind, o.metadata.namespace, o.metadata.name)) ??
+        `waiting for the operator to mint the key into Secret "${mintedSecretName(o.metadata.name)}"`;
+    }
+    return desiredReady({ kind, object: o, errors, keyPending });
+  }
+
+  private secretNameFor(kind: Kind, o: KubeObject): string | undefined {
+    if (kind !== 'ApiKey' || o.spec?.keyHash) return undefined;
+    return this.mintedHash(o) ? mintedSecretName(o.metadata.name) : undefined;
+  }
+
+  private statusChanged(kind: Kind, o: KubeObject, want: DesiredReady): boolean {
+    const secretName = this.secretNameFor(kind, o);
+    return readyChanged(o.status, want) || (secretName !== undefined && o.status?.secretName !== secretName);
+  }
+
+  private async writeStatus(kind: Kind, namespace: string | undefined, name: string): Promise<void> {
+    if (!this.leader.isLeader()) return;
+    const o = this.find(kind, namespace, name);
+    if (!o) return;
+    const want = this.desired(kind, o);
+    if (!want || !this.statusChanged(kind, o, want)) return;
+    const secretName = this.secretNameFor(kind, o);
+    const status = nextStatus(o.status, want, new Date(), secretName ? { secretName } : {});
+    try {
+      await this.custom.patchNamespacedCustomObjectStatus(
+        { group: GROUP, version: VERSION, namespace: namespace ?? 'default', plural: KIND_INFO[kind].plural, name, body: { status } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
+    } catch (err) {
+      if (codeOf(err) === 404) return; // deleted meanwhile
+      throw err;
+    }
+    this.metrics.statusWrites.inc({ kind });
+    this.log.info('status updated', { kind, namespace, name, ready: want.status, reason: want.reason, message: want.status === 'False' ? want.message : undefined });
+  }
+
+  private async mint(namespace: string | undefined, name: string): Promise<void> {
+    if (!this.leader.isLeader()) return;
+    const key = this.find('ApiKey', namespace, name);
+    if (!key || key.spec?.keyHash || this.mintedHash(key)) return;
+    const ref = refKey('ApiKey', namespace, name);
+    const secretName = mintedSecretName(name);
+    const ns = namespace ?? 'default';
+    const existing = this.find('Secret', namespace, secretName);
+    if (existing && !ownedBy(existing, key)) {
+      this.conflict(ref, secretName);
+      return;
+    }
+    const body: V1Secret = {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: {
+        name: secretName,
+        namespace: ns,
+        labels: { 'app.kubernetes.io/managed-by': 'tollgate-operator', 'tollgate.dev/apikey': name },
+        ownerReferences: [{ apiVersion: API_VERSION, kind: 'ApiKey', name, uid: key.metadata.uid!, controller: true, blockOwnerDeletion: true }],
+      },
+      type: 'Opaque',
+      data: { [SECRET_DATA_KEY]: Buffer.from(mintApiKey()).toString('base64') },
+    };
+    try {
+      await this.core.createNamespacedSecret({ namespace: ns, body });
+    } catch (err) {
+      if (codeOf(err) !== 409) throw err;
+      const current = await this.core.readNamespacedSecret({ name: secretName, namespace: ns });
+      if (!ownedBy(current as unknown as KubeObject, key)) this.conflict(ref, secretName);
+      return;
+    }
+    this.mintConflicts.delete(ref);
+    this.metrics.keysMinted.inc();
+    this.log.info('minted an API key', { apikey: `${ns}/${name}`, secret: secretName });
+  }
+
+  private conflict(ref: string, secretName: string) {
+    const msg = `Secret "${secretName}" exists and is not owned by this ApiKey; delete it or set spec.keyHash`;
+    if (this.mintConflicts.get(ref) !== msg) {
+      this.mintConflicts.set(ref, msg);
+      this.log.warn('cannot mint an API key', { apikey: ref, reason: msg });
+    }
+    this.queue.add(COMPILE);
+  }
+
+  private updateProxyMetrics() {
+    const s = this.discovery.stats();
+    this.metrics.proxiesConnected.set(s.connected);
+    this.metrics.proxiesAcked.set(s.acked);
+    if (this.discovery.nacks > 0) {
+      const counted = (this.metrics.nacks as unknown as { hashMap?: Record<string, { value: number }> }).hashMap?.['']?.value ?? 0;
+      if (this.discovery.nacks > counted) this.metrics.nacks.inc(this.discovery.nacks - counted);
+    }
+  }
+}
+
+function ownedBy(o: KubeObject, owner: KubeObject): boolean {
+  return (o.metadata.ownerReferences ?? []).some((r) => r.uid === owner.metadata.uid && r.kind === 'ApiKey');
+}

@@ -1,0 +1,161 @@
+/**
+ * Rewrites a request body for passthrough without re-serialising it: the top-level members the
+ * gateway changes (model, stream, stream_options) are located by a byte scanner and spliced;
+ * every other byte reaches the upstream exactly as the client sent it (number spellings, escapes,
+ * key order, whitespace). Bodies of coding agents run to 100 KB+, so this is also cheaper than
+ * JSON.stringify.
+ */
+
+const QUOTE = 34;
+const BACKSLASH = 92;
+
+interface Span {
+  /** Offset of the key's opening quote. */
+  keyStart: number;
+  valueStart: number;
+  valueEnd: number;
+}
+
+function isWs(c: number | undefined): boolean {
+  return c === 32 || c === 10 || c === 13 || c === 9;
+}
+
+/** Offset just past the string starting at `i` (a quote). */
+function skipString(buf: Buffer, i: number): number {
+  let p = i + 1;
+  for (;;) {
+    const q = buf.indexOf(QUOTE, p);
+    if (q === -1) throw new Error('unterminated string');
+    let bs = 0;
+    for (let k = q - 1; k > i && buf[k] === BACKSLASH; k--) bs++;
+    if (bs % 2 === 0) return q + 1;
+    p = q + 1;
+  }
+}
+
+function skipValue(buf: Buffer, i: number): number {
+  const c = buf[i];
+  if (c === QUOTE) return skipString(buf, i);
+  if (c === 123 || c === 91) {
+    let depth = 0;
+    let p = i;
+    while (p < buf.length) {
+      const d = buf[p]!;
+      if (d === QUOTE) {
+        p = skipString(buf, p);
+        continue;
+      }
+      if (d === 123 || d === 91) depth++;
+      else if (d === 125 || d === 93) {
+        depth--;
+        if (depth === 0) return p + 1;
+      }
+      p++;
+    }
+    throw new Error('unterminated value');
+  }
+  let p = i;
+  while (p < buf.length) {
+    const d = buf[p]!;
+    if (d === 44 || d === 125 || d === 93 || isWs(d)) break;
+    p++;
+  }
+  return p;
+}
+
+/** The spans of the wanted top-level members (the last one wins, as in JSON.parse). */
+export function scanTopLevel(buf: Buffer, wanted: ReadonlySet<string>): { open: number; members: Map<string, Span> } {
+  let p = 0;
+  while (isWs(buf[p])) p++;
+  if (buf[p] !== 123) throw new Error('not an object');
+  const open = p;
+  p++;
+  const members = new Map<string, Span>();
+  for (;;) {
+    while (isWs(buf[p])) p++;
+    if (buf[p] === 125) break;
+    if (buf[p] !== QUOTE) throw new Error('expected a key');
+    const keyStart = p;
+    const keyEnd = skipString(buf, p);
+    let name: string | undefined;
+    // Only short keys can be wanted; decode escapes via JSON.parse in the rare case they occur.
+    if (keyEnd - keyStart <= 32) {
+      const rawKey = buf.toString('utf8', keyStart + 1, keyEnd - 1);
+      name = rawKey.includes('\\') ? (JSON.parse(`"${rawKey}"`) as string) : rawKey;
+    }
+    p = keyEnd;
+    while (isWs(buf[p])) p++;
+    if (buf[p] !== 58) throw new Error('expected a colon');
+    p++;
+    while (isWs(buf[p])) p++;
+    const valueStart = p;
+    p = skipValue(buf, p);
+    if (name !== undefined && wanted.has(name)) members.set(name, { keyStart, valueStart, valueEnd: p });
+    while (isWs(buf[p])) p++;
+    if (buf[p] === 44) {
+      p++;
+      continue;
+    }
+    if (buf[p] === 125) break;
+    throw new Error('expected , or }');
+  }
+  return { open, members };
+}
+
+const WANTED = new Set(['model', 'stream', 'stream_options']);
+
+export interface BodyEdits {
+  model: string;
+  /** Set `"stream": true` (the stream was decided by the default rule). */
+  forceStream?: boolean;
+  /** Force `stream_options.include_usage: true` (chat completions streams). */
+  includeUsage?: boolean;
+  /** The parsed body, for stream_options' current value. */
+  json: Record<string, unknown>;
+}
+
+/** The client's body with only the edited members changed. Falls back to JSON.stringify if the scan fails. */
+export function rewriteBody(raw: Buffer, edits: BodyEdits): Buffer {
+  try {
+    return splice(raw, edits);
+  } catch {
+    const copy: Record<string, unknown> = { ...edits.json, model: edits.model };
+    if (edits.forceStream) copy.stream = true;
+    if (edits.includeUsage) copy.stream_options = { ...(edits.json.stream_options as object | undefined), include_usage: true };
+    return Buffer.from(JSON.stringify(copy));
+  }
+}
+
+function splice(raw: Buffer, edits: BodyEdits): Buffer {
+  const { open, members } = scanTopLevel(raw, WANTED);
+  const repl: { start: number; end: number; text: string }[] = [];
+  let insert = '';
+  const model = members.get('model');
+  const modelJson = JSON.stringify(edits.model);
+  if (model) repl.push({ start: model.valueStart, end: model.valueEnd, text: modelJson });
+  else insert += `"model":${modelJson},`;
+  if (edits.forceStream) {
+    const s = members.get('stream');
+    if (s) repl.push({ start: s.valueStart, end: s.valueEnd, text: 'true' });
+    else insert += '"stream":true,';
+  }
+  if (edits.includeUsage) {
+    const so = members.get('stream_options');
+    const current = edits.json.stream_options;
+    if (!(current && typeof current === 'object' && (current as Record<string, unknown>).include_usage === true)) {
+      const value = JSON.stringify({ ...(current && typeof current === 'object' ? current : {}), include_usage: true });
+      if (so) repl.push({ start: so.valueStart, end: so.valueEnd, text: value });
+      else insert += `"stream_options":${value},`;
+    }
+  }
+  if (insert) repl.push({ start: open + 1, end: open + 1, text: insert });
+  repl.sort((a, b) => a.start - b.start);
+  const parts: Buffer[] = [];
+  let at = 0;
+  for (const r of repl) {
+    parts.push(raw.subarray(at, r.start), Buffer.from(r.text));
+    at = r.end;
+  }
+  parts.push(raw.subarray(at));
+  return Buffer.concat(parts);
+}

@@ -1,0 +1,94 @@
+import type { ServerResponse } from 'node:http';
+import type { Dispatcher } from 'undici';
+import type { StreamTap } from '../protocols/index.js';
+import { SseParser } from '../sse/index.js';
+
+/**
+ * Streams an upstream SSE body to the client unaltered while a protocol tap reads usage from
+ * the same bytes. Only whole events are written, so an in-stream error added after a failure
+ * never lands inside a half-written event. The chunk holding the protocol's terminal event is
+ * held back and returned: the caller settles the charge first and then sends it, so a client
+ * that has seen the end of its stream has been charged durably.
+ */
+export interface RelayResult {
+  /** The upstream body ended normally (or was drained to its end). */
+  ended: boolean;
+  /** The client went away. */
+  clientGone: boolean;
+  /** Set when reading the upstream failed (cut connection, body timeout). */
+  error?: unknown;
+  /** Bytes not yet written: the terminal event and anything after it, or an unfinished event. */
+  held: Buffer[];
+  /** hrtime of the first byte written to the client. */
+  firstByteAt?: bigint;
+}
+
+export interface RelayOptions {
+  res: ServerResponse;
+  body: Dispatcher.ResponseData['body'];
+  tap: StreamTap;
+  /** Aborted when the client goes away. */
+  clientSignal: AbortSignal;
+  /** Keep reading the upstream after the client left (disconnect policy `drain`). */
+  drain: boolean;
+}
+
+export async function relayStream(o: RelayOptions): Promise<RelayResult> {
+  const { res, tap } = o;
+  const parser = new SseParser((event, data) => tap.event(event, data));
+  let pending: Buffer[] = [];
+  let firstByteAt: bigint | undefined;
+  let clientGone = o.clientSignal.aborted;
+  const write = async (bufs: Buffer[]) => {
+    if (clientGone || bufs.length === 0) return;
+    firstByteAt ??= process.hrtime.bigint();
+    const data = bufs.length === 1 ? bufs[0]! : Buffer.concat(bufs);
+    if (!res.write(data)) await drained(res, o.clientSignal);
+    if (o.clientSignal.aborted) clientGone = true;
+  };
+  try {
+    for await (const chunk of o.body as AsyncIterable<Buffer>) {
+      if (o.clientSignal.aborted) {
+        clientGone = true;
+        if (!o.drain) break;
+      }
+      const tail = parser.push(chunk);
+      if (tap.terminal || clientGone) {
+        // From the terminal event on, everything waits for settlement.
+        pending.push(chunk);
+        if (clientGone) pending = [];
+        continue;
+      }
+      if (tail === chunk.length) {
+        pending.push(chunk);
+        continue;
+      }
+      pending.push(tail === 0 ? chunk : chunk.subarray(0, chunk.length - tail));
+      const out = pending;
+      pending = tail === 0 ? [] : [chunk.subarray(chunk.length - tail)];
+      await write(out);
+    }
+    parser.end();
+    return { ended: !clientGone || o.drain, clientGone, held: clientGone ? [] : pending, firstByteAt };
+  } catch (error) {
+    parser.end();
+    clientGone ||= o.clientSignal.aborted;
+    // A half event is dropped: the caller appends the protocol's error event instead.
+    const whole = tap.terminal ? pending : [];
+    return { ended: false, clientGone, error: clientGone ? undefined : error, held: clientGone ? [] : whole, firstByteAt };
+  }
+}
+
+function drained(res: ServerResponse, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    res.once('drain', done);
+    res.once('close', done);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}

@@ -1,0 +1,204 @@
+import { randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { GatewayConfig } from '../api/snapshot/index.js';
+import { Redis } from 'ioredis';
+import { MemoryCounter, RateLimiter, RedisCounter } from './auth/rate-limit.js';
+import type { Billing } from './billing/types.js';
+import { RuntimeConfig } from './config/runtime.js';
+import type { ConfigSource } from './config/source.js';
+import { createMetrics } from './metrics/index.js';
+import { setBodyLimit } from './server/body.js';
+import type { Feature, GatewayDeps, GatewayOptions } from './server/deps.js';
+import { createHandler } from './server/http.js';
+import { createLogger, type Logger } from './server/log.js';
+import { sendJson } from './server/render.js';
+import type { Route } from './server/types.js';
+import { openStore, type Store } from './store/index.js';
+
+export type FeatureFactory = (deps: GatewayDeps) => Feature & { adminRoutes?: Route[] };
+
+export interface StartOptions {
+  source: ConfigSource;
+  /** An open store; else one is opened from databaseUrl / dataDir (PGlite in memory when neither). */
+  store?: Store;
+  databaseUrl?: string;
+  dataDir?: string;
+  host?: string;
+  /** 0 = ephemeral (tests). */
+  port?: number;
+  adminPort?: number;
+  adminToken?: string;
+  /** Shares rate-limit counters between replicas; per-replica counters when absent. */
+  redisUrl?: string;
+  bodyLimitBytes?: number;
+  /** How long in-flight requests may run after SIGTERM/close() before connections are cut. */
+  shutdownGraceMs?: number;
+  log?: Logger;
+  billing: (deps: Omit<GatewayDeps, 'billing'>) => Billing;
+  features: FeatureFactory[];
+  options?: Partial<GatewayOptions>;
+}
+
+export interface Gateway {
+  url: string;
+  adminUrl: string;
+  deps: GatewayDeps;
+  ready(): boolean;
+  close(): Promise<void>;
+}
+
+/** Opens the store, mounts the features on the API and admin ports, and starts background work. */
+export async function startGateway(opts: StartOptions): Promise<Gateway> {
+  const log = opts.log ?? createLogger({ component: 'gateway' });
+  const host = opts.host ?? '127.0.0.1';
+  if (opts.bodyLimitBytes) setBodyLimit(opts.bodyLimitBytes);
+  const ownStore = !opts.store;
+  const store = opts.store ?? (await openStore({ databaseUrl: opts.databaseUrl, dataDir: opts.dataDir }));
+  const metrics = createMetrics();
+
+  let runtime: RuntimeConfig | undefined;
+  const swap = (c: GatewayConfig) => {
+    runtime = new RuntimeConfig(c);
+  };
+  opts.source.onUpdate(swap);
+  await opts.source.start();
+  const initial = opts.source.current();
+  if (initial && !runtime) swap(initial);
+
+  const adminToken = opts.adminToken ?? process.env.TOLLGATE_ADMIN_TOKEN ?? randomBytes(24).toString('base64url');
+  const options: GatewayOptions = {
+    publicBaseURL: '',
+    urlSigningKey: randomBytes(32).toString('hex'),
+    allowLoopbackURLs: false,
+    allowPrivateURLs: false,
+    workerIntervalMs: 500,
+    adminToken,
+    ...(opts.dataDir ? { dataDir: opts.dataDir } : {}),
+    ...opts.options,
+  };
+  const base = { store, log, registry: metrics.registry, config: () => runtime, options };
+  const limiter = new RateLimiter(opts.redisUrl ? new RedisCounter(new Redis(opts.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 2 })) : new MemoryCounter());
+  const billing = countTokens(opts.billing(base), limiter, log);
+  const deps: GatewayDeps = { ...base, billing };
+  const features = opts.features.map((f) => f(deps));
+
+  const apiRoutes: Route[] = [
+    // Claude Code sends HEAD / as a warm-up, without a key.
+    { method: 'GET', path: '/', shape: 'openai', auth: 'none', handler: async (ctx) => sendJson(ctx.res, 200, { name: 'tollgate' }) },
+    ...features.flatMap((f) => f.routes),
+  ];
+  const adminRoutes: Route[] = [
+    { method: 'GET', path: '/healthz', shape: 'openai', auth: 'none', handler: async (ctx) => sendJson(ctx.res, 200, { status: 'ok' }) },
+    {
+      method: 'GET',
+      path: '/readyz',
+      shape: 'openai',
+      auth: 'none',
+      handler: async (ctx) =>
+        runtime && !closing
+          ? sendJson(ctx.res, 200, { status: 'ready', configVersion: runtime.version })
+          : sendJson(ctx.res, 503, { status: closing ? 'shutting down' : 'no configuration yet' }),
+    },
+    {
+      method: 'GET',
+      path: '/metrics',
+      shape: 'openai',
+      auth: 'none',
+      handler: async (ctx) => {
+        const body = await metrics.registry.metrics();
+        ctx.res.writeHead(200, { 'content-type': metrics.registry.contentType });
+        ctx.res.end(body);
+      },
+    },
+    ...features.flatMap((f) => f.adminRoutes ?? []),
+  ];
+
+  const api = createServer(createHandler({ routes: apiRoutes, config: () => runtime, log, metrics, limiter }));
+  const admin = createServer(createHandler({ routes: adminRoutes, config: () => runtime, log, adminToken }));
+  // Longer than common load balancers' idle timeouts, so they close first.
+  api.keepAliveTimeout = 65_000;
+  const inflight = trackInflight(api);
+  await listen(api, opts.port ?? 8080, host);
+  await listen(admin, opts.adminPort ?? 9090, host);
+  for (const f of features) await f.start?.();
+
+  const url = `http://${host}:${(api.address() as AddressInfo).port}`;
+  const adminUrl = `http://${host}:${(admin.address() as AddressInfo).port}`;
+  if (!options.publicBaseURL) options.publicBaseURL = url;
+  log.info('gateway listening', { api: url, admin: adminUrl, store: store.kind, configVersion: runtime?.version ?? null });
+
+  let closing = false;
+  let closed: Promise<void> | undefined;
+  const close = () =>
+    (closed ??= (async () => {
+      closing = true;
+      api.close();
+      api.closeIdleConnections();
+      await inflight.drain(opts.shutdownGraceMs ?? 30_000);
+      api.closeAllConnections();
+      for (const f of features) await f.stop?.().catch((err: Error) => log.error('feature stop failed', { error: err.message }));
+      await billing.close().catch((err: Error) => log.error('billing close failed', { error: err.message }));
+      await opts.source.stop();
+      await limiter.close();
+      admin.close();
+      admin.closeAllConnections();
+      if (ownStore) await store.close();
+      log.info('gateway stopped');
+    })());
+
+  return { url, adminUrl, deps, ready: () => Boolean(runtime) && !closing, close };
+}
+
+/** Feeds settled token counts to tokensPerMinute without the chat path knowing about limits. */
+function countTokens(billing: Billing, limiter: RateLimiter, log: Logger): Billing {
+  return {
+    close: () => billing.close(),
+    holdChat: async (quote) => {
+      const charge = await billing.holdChat(quote);
+      const settle = charge.settle.bind(charge);
+      charge.settle = async (outcome) => {
+        await settle(outcome);
+        const u = outcome.usage;
+        if (u) {
+          limiter.addTokens(quote.keyHash, u.inputTokens + u.outputTokens).catch((err: Error) => log.warn('rate-limit counter failed', { error: err.message }));
+        }
+      };
+      return charge;
+    },
+  };
+}
+
+function listen(server: Server, port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
+
+/** Counts requests in flight so shutdown can wait for them, up to a deadline. */
+function trackInflight(server: Server) {
+  let active = 0;
+  let onIdle: (() => void) | undefined;
+  server.on('request', (_req, res) => {
+    active++;
+    res.once('close', () => {
+      active--;
+      if (active === 0) onIdle?.();
+    });
+  });
+  return {
+    drain: (graceMs: number) =>
+      new Promise<void>((resolve) => {
+        if (active === 0) return resolve();
+        const timer = setTimeout(resolve, graceMs);
+        onIdle = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      }),
+  };
+}

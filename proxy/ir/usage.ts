@@ -1,0 +1,18 @@
+import type { Usage } from '../billing/types.js';
+
+/**
+ * Token usage in neutral form (the billing engine's Usage): inputTokens counts every input token
+ * including cache reads and cache writes; cachedInputTokens is the cache-read part,
+ * cacheWriteTokens the cache-write part; reasoningTokens is part of outputTokens.
+ */
+export type { Usage };
+
+export type UsageSource = 'reported' | 'estimated';
+
+/** Rough token count of text bytes (about 4 bytes a token for English and code). */
+export function estimateTokens(bytes: number): number {
+  return bytes <= 0 ? 0 : Math.ceil(bytes / 4);
+}
+
+const num = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) && v > 0 ? Math.floor(v) : 0);
+export { num as tokenCount };

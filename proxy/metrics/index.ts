@@ -1,0 +1,27 @@
+import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export interface GatewayMetrics {
+  registry: Registry;
+  requests: Counter<'route' | 'status'>;
+  duration: Histogram<'route' | 'status'>;
+}
+
+/** One registry per gateway (tests start several in one process). Labels never carry keys. */
+export function createMetrics(): GatewayMetrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const requests = new Counter({
+    name: 'tollgate_http_requests_total',
+    help: 'HTTP requests by route and status',
+    labelNames: ['route', 'status'] as const,
+    registers: [registry],
+  });
+  const duration = new Histogram({
+    name: 'tollgate_http_request_duration_seconds',
+    help: 'HTTP request duration (to the end of the response) by route and status',
+    labelNames: ['route', 'status'] as const,
+    buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120],
+    registers: [registry],
+  });
+  return { registry, requests, duration };
+}

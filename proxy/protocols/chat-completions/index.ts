@@ -1,0 +1,69 @@
+import { z } from 'zod';
+import { tokenCount, type Usage } from '../../ir/usage.js';
+import { hasObjectField, obj, parseObject, stringValueLength } from '../scan.js';
+import type { ChatRequestInfo, ProtocolAdapter, StreamTap } from '../types.js';
+import { parseWire } from '../validate.js';
+
+/** OpenAI Chat Completions: the fields the gateway reads; everything else passes through. */
+export const ChatCompletionsRequest = z.looseObject({
+  model: z.string({ error: 'model is required (a string: the model code)' }).min(1, 'model must not be empty'),
+  messages: z.array(z.unknown(), { error: 'messages is required (an array of messages)' }),
+  stream: z.boolean({ error: 'stream must be a boolean' }).nullish(),
+  max_tokens: z.number().int().nonnegative().nullish(),
+  max_completion_tokens: z.number().int().nonnegative().nullish(),
+  stream_options: z.looseObject({}).nullish(),
+});
+
+export function usageFromChat(u: unknown): Usage | null {
+  const o = obj(u);
+  if (!o) return null;
+  const input = tokenCount(o.prompt_tokens);
+  const output = tokenCount(o.completion_tokens);
+  return {
+    inputTokens: input,
+    cachedInputTokens: Math.min(input, tokenCount(obj(o.prompt_tokens_details)?.cached_tokens)),
+    cacheWriteTokens: 0,
+    outputTokens: output,
+    reasoningTokens: Math.min(output, tokenCount(obj(o.completion_tokens_details)?.reasoning_tokens)),
+  };
+}
+
+const TEXT_KEYS = ['"content":"', '"arguments":"', '"reasoning_content":"', '"refusal":"'] as const;
+
+class ChatTap implements StreamTap {
+  usage: Usage | null = null;
+  final = false;
+  terminal = false;
+  textBytes = 0;
+
+  event(_event: string, data: string): void {
+    if (data.charCodeAt(0) === 91 /* [ */ && data === '[DONE]') {
+      this.terminal = true;
+      return;
+    }
+    if (hasObjectField(data, '"usage"')) {
+      const u = usageFromChat(parseObject(data)?.usage);
+      if (u) {
+        this.usage = u;
+        this.final = true;
+      }
+    }
+    this.textBytes += stringValueLength(data, TEXT_KEYS);
+  }
+}
+
+export const chatCompletions: ProtocolAdapter = {
+  protocol: 'chat-completions',
+  shape: 'openai',
+  validate(body): ChatRequestInfo {
+    const r = parseWire(ChatCompletionsRequest, body, 'invalid chat completions request');
+    return { model: r.model, stream: r.stream ?? undefined, maxOutputTokens: r.max_completion_tokens ?? r.max_tokens ?? undefined };
+  },
+  createTap: () => new ChatTap(),
+  usageFromJson: (body) => usageFromChat(obj(body)?.usage),
+  streamError(message, type = 'api_error') {
+    return `data: ${JSON.stringify({ error: { message, type, param: null, code: 'upstream_error' } })}\n\n`;
+  },
+};
+
+

@@ -1,0 +1,13 @@
+import type { ChatProtocol } from '../billing/types.js';
+import { chatCompletions } from './chat-completions/index.js';
+import { messages } from './messages/index.js';
+import { responses } from './responses/index.js';
+import type { ProtocolAdapter } from './types.js';
+
+export const PROTOCOLS: Record<ChatProtocol, ProtocolAdapter> = {
+  'chat-completions': chatCompletions,
+  responses,
+  messages,
+};
+
+export type { ChatRequestInfo, ProtocolAdapter, StreamTap } from './types.js';

@@ -1,0 +1,83 @@
+import { z } from 'zod';
+import { tokenCount, type Usage } from '../../ir/usage.js';
+import { obj, parseObject, stringValueLength } from '../scan.js';
+import type { ChatRequestInfo, ProtocolAdapter, StreamTap } from '../types.js';
+import { parseWire } from '../validate.js';
+
+/** Anthropic Messages: the fields the gateway reads; everything else passes through. */
+export const MessagesRequest = z.looseObject({
+  model: z.string({ error: 'model: Field required (a string: the model code)' }).min(1, 'model must not be empty'),
+  messages: z.array(z.unknown(), { error: 'messages: Field required (an array of messages)' }),
+  max_tokens: z.number({ error: 'max_tokens: Field required (a positive integer)' }).int('max_tokens must be an integer').positive('max_tokens must be at least 1'),
+  stream: z.boolean({ error: 'stream must be a boolean' }).optional(),
+});
+
+export const CountTokensRequest = z.looseObject({
+  model: z.string({ error: 'model: Field required (a string: the model code)' }).min(1, 'model must not be empty'),
+  messages: z.array(z.unknown(), { error: 'messages: Field required (an array of messages)' }),
+});
+
+/** Anthropic reports input_tokens without the cache parts; Usage.inputTokens counts them all. */
+export function usageFromMessages(u: unknown, prev: Usage | null = null): Usage | null {
+  const o = obj(u);
+  if (!o) return prev;
+  const pick = (k: string, p: number) => (o[k] === undefined || o[k] === null ? p : tokenCount(o[k]));
+  const prevPlain = prev ? prev.inputTokens - prev.cachedInputTokens - prev.cacheWriteTokens : 0;
+  const plain = pick('input_tokens', prevPlain);
+  const read = pick('cache_read_input_tokens', prev?.cachedInputTokens ?? 0);
+  const write = pick('cache_creation_input_tokens', prev?.cacheWriteTokens ?? 0);
+  return {
+    inputTokens: plain + read + write,
+    cachedInputTokens: read,
+    cacheWriteTokens: write,
+    outputTokens: pick('output_tokens', prev?.outputTokens ?? 0),
+    reasoningTokens: 0,
+  };
+}
+
+const TEXT_KEYS = ['"text":"', '"partial_json":"', '"thinking":"'] as const;
+
+class MessagesTap implements StreamTap {
+  usage: Usage | null = null;
+  final = false;
+  terminal = false;
+  textBytes = 0;
+
+  event(event: string, data: string): void {
+    switch (event) {
+      case 'content_block_delta':
+        this.textBytes += stringValueLength(data, TEXT_KEYS);
+        return;
+      case 'message_start':
+        this.usage = usageFromMessages(obj(parseObject(data)?.message)?.usage, this.usage);
+        return;
+      case 'message_delta': {
+        const u = usageFromMessages(parseObject(data)?.usage, this.usage);
+        if (u) {
+          this.usage = u;
+          this.final = true;
+        }
+        return;
+      }
+      case 'message_stop':
+      case 'error':
+        this.terminal = true;
+        return;
+      default:
+    }
+  }
+}
+
+export const messages: ProtocolAdapter = {
+  protocol: 'messages',
+  shape: 'anthropic',
+  validate(body): ChatRequestInfo {
+    const r = parseWire(MessagesRequest, body, 'invalid messages request');
+    return { model: r.model, stream: r.stream, maxOutputTokens: r.max_tokens };
+  },
+  createTap: () => new MessagesTap(),
+  usageFromJson: (body) => usageFromMessages(obj(body)?.usage),
+  streamError(message, type = 'api_error') {
+    return `event: error\ndata: ${JSON.stringify({ type: 'error', error: { type, message } })}\n\n`;
+  },
+};

@@ -1,0 +1,79 @@
+import { z } from 'zod';
+import { tokenCount, type Usage } from '../../ir/usage.js';
+import { obj, parseObject, stringValueLength } from '../scan.js';
+import type { ChatRequestInfo, ProtocolAdapter, StreamTap } from '../types.js';
+import { parseWire } from '../validate.js';
+
+/** OpenAI Responses: the fields the gateway reads; everything else passes through. */
+export const ResponsesRequest = z.looseObject({
+  model: z.string({ error: 'model is required (a string: the model code)' }).min(1, 'model must not be empty'),
+  input: z.union([z.string(), z.array(z.unknown())], { error: 'input must be a string or an array of items' }).optional(),
+  stream: z.boolean({ error: 'stream must be a boolean' }).nullish(),
+  max_output_tokens: z.number().int().nonnegative().nullish(),
+});
+
+export function usageFromResponses(u: unknown): Usage | null {
+  const o = obj(u);
+  if (!o) return null;
+  const input = tokenCount(o.input_tokens);
+  const output = tokenCount(o.output_tokens);
+  return {
+    inputTokens: input,
+    cachedInputTokens: Math.min(input, tokenCount(obj(o.input_tokens_details)?.cached_tokens)),
+    cacheWriteTokens: 0,
+    outputTokens: output,
+    reasoningTokens: Math.min(output, tokenCount(obj(o.output_tokens_details)?.reasoning_tokens)),
+  };
+}
+
+const TERMINAL = new Set(['response.completed', 'response.incomplete', 'response.failed']);
+const TEXT_KEYS = ['"delta":"'] as const;
+
+/** The event type from `event:`, else from the data's "type" (servers that omit event lines). */
+function typeOf(event: string, data: string): string {
+  if (event) return event;
+  const at = data.indexOf('"type":"');
+  if (at === -1) return '';
+  const end = data.indexOf('"', at + 8);
+  return end === -1 ? '' : data.slice(at + 8, end);
+}
+
+class ResponsesTap implements StreamTap {
+  usage: Usage | null = null;
+  final = false;
+  terminal = false;
+  textBytes = 0;
+
+  event(event: string, data: string): void {
+    const type = typeOf(event, data);
+    if (type.endsWith('.delta')) {
+      this.textBytes += stringValueLength(data, TEXT_KEYS);
+      return;
+    }
+    if (TERMINAL.has(type)) {
+      this.terminal = true;
+      const u = usageFromResponses(obj(parseObject(data)?.response)?.usage);
+      if (u) {
+        this.usage = u;
+        this.final = true;
+      }
+    } else if (type === 'error') this.terminal = true;
+  }
+}
+
+let seq = 0;
+export const responses: ProtocolAdapter = {
+  protocol: 'responses',
+  shape: 'openai',
+  validate(body): ChatRequestInfo {
+    const r = parseWire(ResponsesRequest, body, 'invalid responses request');
+    return { model: r.model, stream: r.stream ?? undefined, maxOutputTokens: r.max_output_tokens ?? undefined };
+  },
+  createTap: () => new ResponsesTap(),
+  usageFromJson: (body) => usageFromResponses(obj(body)?.usage),
+  streamError(message, type = 'api_error') {
+    // The Responses `error` event, plus an `error` object the official SDKs turn into an APIError.
+    const data = { type: 'error', code: 'upstream_error', message, param: null, sequence_number: ++seq, error: { type, code: 'upstream_error', message } };
+    return `event: error\ndata: ${JSON.stringify(data)}\n\n`;
+  },
+};

@@ -1,0 +1,42 @@
+import type { Registry } from 'prom-client';
+import type { Billing } from '../billing/types.js';
+import type { RuntimeConfig } from '../config/runtime.js';
+import type { Store } from '../store/index.js';
+import type { Logger } from './log.js';
+
+/** Settings every feature may read; set by `tollgate serve` flags and environment. */
+export interface GatewayOptions {
+  /** How clients reach this gateway, e.g. http://127.0.0.1:8080: the base of signed result URLs. */
+  publicBaseURL: string;
+  /** Where local result files and other state live (standalone). */
+  dataDir?: string;
+  /** Secret for signing result URLs (HMAC); random per process when unset. */
+  urlSigningKey: string;
+  /** Allow webhook and media URLs that resolve to loopback (quickstart/tests). */
+  allowLoopbackURLs: boolean;
+  /** Allow private, link-local and metadata addresses too (tests only). */
+  allowPrivateURLs: boolean;
+  /** S3-compatible result storage; local folder when unset. */
+  s3?: { bucket: string; region?: string; endpoint?: string; prefix?: string; forcePathStyle?: boolean };
+  /** Worker poll interval for tasks and webhooks (ms). */
+  workerIntervalMs: number;
+  adminToken: string;
+}
+
+/** What a feature (chat, billing admin, tasks) is built from. */
+export interface GatewayDeps {
+  store: Store;
+  log: Logger;
+  billing: Billing;
+  registry: Registry;
+  /** The config in service (undefined while the proxy is not ready). */
+  config(): RuntimeConfig | undefined;
+  options: GatewayOptions;
+}
+
+/** A feature contributes routes and, optionally, background work. */
+export interface Feature {
+  routes: import('./types.js').Route[];
+  start?(): void | Promise<void>;
+  stop?(): Promise<void>;
+}

@@ -1,0 +1,91 @@
+/**
+ * Every error a client can see: a stable code, an HTTP status, and the `type` each protocol's
+ * error shape carries. Rendered in the client's protocol by render.ts.
+ */
+export type ErrorCode =
+  | 'invalid_request'
+  | 'invalid_json'
+  | 'unsupported_media_type'
+  | 'body_too_large'
+  | 'missing_api_key'
+  | 'invalid_api_key'
+  | 'insufficient_credits'
+  | 'spend_limit_reached'
+  | 'client_restricted'
+  | 'model_not_found'
+  | 'not_found'
+  | 'method_not_allowed'
+  | 'rate_limited'
+  | 'not_implemented'
+  | 'upstream_unavailable'
+  | 'upstream_timeout'
+  | 'upstream_error'
+  | 'not_ready'
+  | 'unauthorized_admin'
+  | 'internal_error';
+
+const STATUS: Record<ErrorCode, number> = {
+  invalid_request: 400,
+  invalid_json: 400,
+  unsupported_media_type: 415,
+  body_too_large: 413,
+  missing_api_key: 401,
+  invalid_api_key: 401,
+  insufficient_credits: 402,
+  spend_limit_reached: 402,
+  client_restricted: 403,
+  model_not_found: 404,
+  not_found: 404,
+  method_not_allowed: 405,
+  rate_limited: 429,
+  not_implemented: 501,
+  upstream_unavailable: 502,
+  upstream_timeout: 504,
+  upstream_error: 502,
+  not_ready: 503,
+  unauthorized_admin: 401,
+  internal_error: 500,
+};
+
+/** OpenAI's `error.type` values and Anthropic's `error.type` values for each code. */
+const TYPES: Record<ErrorCode, { openai: string; anthropic: string }> = {
+  invalid_request: { openai: 'invalid_request_error', anthropic: 'invalid_request_error' },
+  invalid_json: { openai: 'invalid_request_error', anthropic: 'invalid_request_error' },
+  unsupported_media_type: { openai: 'invalid_request_error', anthropic: 'invalid_request_error' },
+  body_too_large: { openai: 'invalid_request_error', anthropic: 'request_too_large' },
+  missing_api_key: { openai: 'authentication_error', anthropic: 'authentication_error' },
+  invalid_api_key: { openai: 'authentication_error', anthropic: 'authentication_error' },
+  insufficient_credits: { openai: 'insufficient_quota', anthropic: 'billing_error' },
+  spend_limit_reached: { openai: 'insufficient_quota', anthropic: 'billing_error' },
+  client_restricted: { openai: 'permission_error', anthropic: 'permission_error' },
+  model_not_found: { openai: 'invalid_request_error', anthropic: 'not_found_error' },
+  not_found: { openai: 'invalid_request_error', anthropic: 'not_found_error' },
+  method_not_allowed: { openai: 'invalid_request_error', anthropic: 'invalid_request_error' },
+  rate_limited: { openai: 'rate_limit_error', anthropic: 'rate_limit_error' },
+  not_implemented: { openai: 'invalid_request_error', anthropic: 'invalid_request_error' },
+  upstream_unavailable: { openai: 'api_error', anthropic: 'api_error' },
+  upstream_timeout: { openai: 'api_error', anthropic: 'timeout_error' },
+  upstream_error: { openai: 'api_error', anthropic: 'api_error' },
+  not_ready: { openai: 'api_error', anthropic: 'overloaded_error' },
+  unauthorized_admin: { openai: 'authentication_error', anthropic: 'authentication_error' },
+  internal_error: { openai: 'api_error', anthropic: 'api_error' },
+};
+
+export class GatewayError extends Error {
+  readonly status: number;
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly opts: { param?: string; retryAfterSeconds?: number; status?: number } = {},
+  ) {
+    super(message);
+    this.name = 'GatewayError';
+    this.status = opts.status ?? STATUS[code];
+  }
+
+  typeFor(protocol: 'openai' | 'anthropic'): string {
+    return TYPES[this.code][protocol];
+  }
+}
+
+export const badRequest = (message: string, param?: string) => new GatewayError('invalid_request', message, param ? { param } : {});

@@ -1,0 +1,125 @@
+import { randomUUID, timingSafeEqual, createHash } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { authenticate } from '../auth/keys.js';
+import type { RateLimiter } from '../auth/rate-limit.js';
+import type { RuntimeConfig } from '../config/runtime.js';
+import type { GatewayMetrics } from '../metrics/index.js';
+import { GatewayError } from './errors.js';
+import type { Logger } from './log.js';
+import { sendError, type ErrorShape } from './render.js';
+import { Router } from './router.js';
+import type { RequestContext, Route } from './types.js';
+
+export interface HandlerOptions {
+  routes: Route[];
+  config(): RuntimeConfig | undefined;
+  log: Logger;
+  metrics?: GatewayMetrics;
+  /** Required for auth: 'admin' routes. */
+  adminToken?: string;
+  /** Applies the key's group rate limits to POST routes (the metered ones). */
+  limiter?: RateLimiter;
+}
+
+const REQUEST_ID = /^[\w.:-]{1,128}$/;
+
+/** Paths under /v1/messages answer in Anthropic's shape even when no route matched. */
+function shapeForPath(path: string): ErrorShape {
+  return path.startsWith('/v1/messages') ? 'anthropic' : 'openai';
+}
+
+export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res: ServerResponse) => void {
+  const router = new Router(opts.routes);
+  const adminDigest = opts.adminToken ? createHash('sha256').update(opts.adminToken).digest() : undefined;
+
+  return (req, res) => {
+    const startedAt = process.hrtime.bigint();
+    const incoming = req.headers['x-request-id'];
+    const requestId = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    res.setHeader('x-request-id', requestId);
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const path = q === -1 ? url : url.slice(0, q);
+    const method = req.method ?? 'GET';
+    const m = router.match(method, path);
+
+    let routeName = 'unmatched';
+    if (opts.metrics) {
+      const { requests, duration } = opts.metrics;
+      res.once('close', () => {
+        const status = String(res.statusCode);
+        requests.inc({ route: routeName, status });
+        duration.observe({ route: routeName, status }, Number(process.hrtime.bigint() - startedAt) / 1e9);
+      });
+    }
+
+    if (!m || 'allowed' in m) {
+      const err = m
+        ? new GatewayError('method_not_allowed', `${method} is not allowed on ${path}; use ${m.allowed.join(', ')}`)
+        : new GatewayError('not_found', `no route for ${method} ${path}`);
+      if (m) res.setHeader('allow', m.allowed.join(', '));
+      req.resume();
+      sendError(res, err, shapeForPath(path), requestId);
+      return;
+    }
+    const { route, params } = m;
+    routeName = route.name ?? route.path;
+    const shape = typeof route.shape === 'function' ? route.shape(req) : route.shape;
+
+    const controller = new AbortController();
+    res.once('close', () => {
+      if (!res.writableFinished) controller.abort();
+    });
+
+    const fail = (err: unknown) => {
+      if (err instanceof GatewayError) {
+        sendError(res, err, shape, requestId);
+        return;
+      }
+      opts.log.error('unhandled error', { requestId, route: routeName, error: (err as Error)?.stack ?? String(err) });
+      sendError(res, new GatewayError('internal_error', `internal error (request ${requestId})`), shape, requestId);
+    };
+
+    const run = async () => {
+      const config = opts.config();
+      if (route.auth === 'admin') checkAdmin(req, adminDigest);
+      if (route.auth === 'key' && !config) throw new GatewayError('not_ready', 'the gateway has no configuration yet');
+      const ctx: RequestContext = {
+        req,
+        res,
+        requestId,
+        method,
+        path,
+        query: new URLSearchParams(q === -1 ? '' : url.slice(q + 1)),
+        params,
+        startedAt,
+        config: config as RuntimeConfig,
+        signal: controller.signal,
+        log: opts.log,
+        shape,
+      };
+      if (route.auth === 'key') {
+        const key = (ctx.key = authenticate(req, config!));
+        const limits = key.group.rateLimits;
+        if (opts.limiter && method === 'POST' && (limits.requestsPerMinute || limits.tokensPerMinute || limits.concurrentRequests)) {
+          res.once('close', await opts.limiter.admit(key.hash, limits));
+        }
+      }
+      await route.handler(ctx);
+    };
+    run().catch((err: unknown) => {
+      req.resume();
+      fail(err);
+    });
+  };
+}
+
+function checkAdmin(req: IncomingMessage, digest: Buffer | undefined): void {
+  const header = req.headers.authorization ?? '';
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  // Compare digests: constant time regardless of the presented token's length.
+  const given = createHash('sha256').update(m?.[1] ?? '').digest();
+  if (!digest || !m || !timingSafeEqual(given, digest)) {
+    throw new GatewayError('unauthorized_admin', 'admin API: missing or wrong admin token (Authorization: Bearer <admin token>)');
+  }
+}

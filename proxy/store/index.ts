@@ -1,0 +1,28 @@
+import { migrate } from './migrate.js';
+import { PgliteStore } from './pglite.js';
+import { PostgresStore } from './postgres.js';
+import type { Store, StoreOptions } from './types.js';
+
+export type { Queryable, QueryResult, Store, StoreOptions } from './types.js';
+export { migrate } from './migrate.js';
+
+/** Opens PostgreSQL when a URL is given, else PGlite (in a folder or in memory), and migrates it. */
+export async function openStore(opts: StoreOptions): Promise<Store> {
+  let store: Store;
+  if (opts.databaseUrl) {
+    if (opts.schema) {
+      const admin = new PostgresStore(opts.databaseUrl, { poolSize: 1 });
+      await admin.query(`CREATE SCHEMA IF NOT EXISTS "${opts.schema}"`).finally(() => admin.close());
+    }
+    store = new PostgresStore(opts.databaseUrl, { schema: opts.schema, poolSize: opts.poolSize });
+  } else {
+    store = new PgliteStore(opts.dataDir);
+  }
+  try {
+    await migrate(store);
+  } catch (err) {
+    await store.close().catch(() => {});
+    throw err;
+  }
+  return store;
+}

@@ -1,0 +1,32 @@
+import { PGlite } from '@electric-sql/pglite';
+import type { Queryable, QueryResult, Store } from './types.js';
+
+/** Embedded PostgreSQL: one connection, so transactions run one at a time (PGlite queues them). */
+export class PgliteStore implements Store {
+  readonly kind = 'pglite' as const;
+  readonly db: PGlite;
+
+  constructor(dataDir?: string) {
+    this.db = new PGlite(dataDir);
+  }
+
+  async query<R>(sql: string, params?: unknown[]): Promise<QueryResult<R>> {
+    const r = await this.db.query<R>(sql, params as unknown[]);
+    return { rows: r.rows, rowCount: r.affectedRows ?? r.rows.length };
+  }
+
+  async tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
+    return this.db.transaction(async (t) =>
+      fn({
+        query: async <R>(sql: string, params?: unknown[]) => {
+          const r = await t.query<R>(sql, params as unknown[]);
+          return { rows: r.rows, rowCount: r.affectedRows ?? r.rows.length };
+        },
+      }),
+    );
+  }
+
+  async close(): Promise<void> {
+    await this.db.close();
+  }
+}

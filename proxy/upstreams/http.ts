@@ -1,0 +1,90 @@
+import { Agent, type Dispatcher } from 'undici';
+import type { CompiledBackend } from './types.js';
+
+/**
+ * One undici Agent for every upstream: it keeps a keep-alive Pool per origin. Timeouts are per
+ * request (the backend's timeoutMs) for the response headers and for each gap between body
+ * chunks, so a long stream that keeps producing never times out.
+ */
+let agent: Agent | undefined;
+export function upstreamAgent(): Agent {
+  return (agent ??= new Agent({
+    keepAliveTimeout: 30_000,
+    keepAliveMaxTimeout: 300_000,
+    connect: { timeout: 10_000 },
+  }));
+}
+
+/** Closes the shared agent (tests, shutdown). A later call creates a new one. */
+export async function closeUpstreamAgent(): Promise<void> {
+  const a = agent;
+  agent = undefined;
+  await a?.close();
+}
+
+interface Target {
+  origin: string;
+  /** Path of the baseURL (no trailing slash), to which the operation's path is appended. */
+  basePath: string;
+}
+// Backends are immutable objects of one config snapshot: parse each baseURL once.
+const targets = new WeakMap<CompiledBackend, Target>();
+export function targetOf(backend: CompiledBackend): Target {
+  let t = targets.get(backend);
+  if (!t) {
+    const u = new URL(backend.baseURL);
+    t = { origin: u.origin, basePath: u.pathname.replace(/\/+$/, '') };
+    targets.set(backend, t);
+  }
+  return t;
+}
+
+export interface UpstreamCall {
+  backend: CompiledBackend;
+  path: string;
+  headers: Record<string, string>;
+  body: Buffer;
+  signal: AbortSignal;
+}
+
+export type UpstreamFailure = 'timeout' | 'unavailable' | 'aborted';
+
+export class UpstreamError extends Error {
+  constructor(
+    readonly kind: UpstreamFailure,
+    message: string,
+    readonly causeCode?: string,
+  ) {
+    super(message);
+    this.name = 'UpstreamError';
+  }
+}
+
+const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'ETIMEDOUT']);
+
+export function classify(err: unknown, signal?: AbortSignal): UpstreamError {
+  if (err instanceof UpstreamError) return err;
+  const e = err as { code?: string; name?: string; message?: string; cause?: { code?: string } };
+  const code = e?.code ?? e?.cause?.code;
+  if (signal?.aborted || e?.name === 'AbortError' || code === 'UND_ERR_ABORTED') return new UpstreamError('aborted', 'request aborted', code);
+  if (code && TIMEOUT_CODES.has(code)) return new UpstreamError('timeout', e.message ?? 'timed out', code);
+  return new UpstreamError('unavailable', e?.message ?? String(err), code);
+}
+
+export async function callUpstream(call: UpstreamCall): Promise<Dispatcher.ResponseData> {
+  const t = targetOf(call.backend);
+  try {
+    return await upstreamAgent().request({
+      origin: t.origin,
+      path: t.basePath + call.path,
+      method: 'POST',
+      headers: call.headers,
+      body: call.body,
+      signal: call.signal,
+      headersTimeout: call.backend.timeoutMs,
+      bodyTimeout: call.backend.timeoutMs,
+    });
+  } catch (err) {
+    throw classify(err, call.signal);
+  }
+}

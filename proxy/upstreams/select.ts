@@ -1,0 +1,71 @@
+import type { CompiledBackend } from './types.js';
+
+/**
+ * Backend choice: the lowest priority first, by weight within a priority; backends cooling down
+ * after a connect error, a timeout, a 5xx or a 429 go to the back of the line (still tried when
+ * nothing else is left). Cooldowns are per process and keyed by the backend's address and model,
+ * so they survive config swaps that do not change the backend.
+ */
+const coolingUntil = new Map<string, number>();
+
+const keyOf = (b: CompiledBackend) => `${b.provider}|${b.baseURL}|${b.model}`;
+
+export function coolDown(backend: CompiledBackend, ms: number, now = Date.now()): void {
+  coolingUntil.set(keyOf(backend), now + ms);
+}
+
+export function isCooling(backend: CompiledBackend, now = Date.now()): boolean {
+  if (coolingUntil.size === 0) return false;
+  const until = coolingUntil.get(keyOf(backend));
+  if (until === undefined) return false;
+  if (until <= now) {
+    coolingUntil.delete(keyOf(backend));
+    return false;
+  }
+  return true;
+}
+
+export function resetCooldowns(): void {
+  coolingUntil.clear();
+}
+
+/** Cooldown after a failure: retry-after for 429 (1-60 s), 10 s for connect errors, 5 s for 5xx. */
+export function cooldownMs(kind: 'unavailable' | 'timeout' | 'status', status?: number, retryAfter?: string): number {
+  if (kind !== 'status') return 10_000;
+  if (status === 429) {
+    const s = Number(retryAfter);
+    return Number.isFinite(s) && s > 0 ? Math.min(60, Math.max(1, s)) * 1000 : 5_000;
+  }
+  return 5_000;
+}
+
+/** Candidates in the order to try them. `random` is injectable for tests. */
+export function orderBackends(backends: readonly CompiledBackend[], random: () => number = Math.random, now = Date.now()): CompiledBackend[] {
+  if (backends.length === 1) return [backends[0]!];
+  const ready: CompiledBackend[] = [];
+  const cooling: CompiledBackend[] = [];
+  let i = 0;
+  while (i < backends.length) {
+    const priority = backends[i]!.priority;
+    const tier: CompiledBackend[] = [];
+    for (; i < backends.length && backends[i]!.priority === priority; i++) {
+      const b = backends[i]!;
+      (isCooling(b, now) ? cooling : tier).push(b);
+    }
+    // Weighted order without replacement.
+    while (tier.length > 0) {
+      let total = 0;
+      for (const b of tier) total += Math.max(0, b.weight);
+      let pick = 0;
+      if (total > 0) {
+        let r = random() * total;
+        for (pick = 0; pick < tier.length - 1; pick++) {
+          r -= Math.max(0, tier[pick]!.weight);
+          if (r < 0) break;
+        }
+      }
+      ready.push(tier.splice(pick, 1)[0]!);
+    }
+  }
+  return cooling.length ? ready.concat(cooling) : ready;
+}

@@ -1,0 +1,22 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { CompiledBackend } from '../../api/snapshot/index.js';
+import type { ChatProtocol } from '../billing/types.js';
+
+export type { ChatProtocol, CompiledBackend };
+
+/** What a chat call asks of an upstream: one of the chat protocols, or Anthropic's count_tokens. */
+export type Operation = ChatProtocol | 'count-tokens';
+
+/** One upstream provider: where its endpoints are and how it authenticates. */
+export interface Provider {
+  readonly name: string;
+  /** Operations it serves natively (passthrough is possible for these). */
+  readonly speaks: ReadonlySet<Operation>;
+  /** Path appended to the backend's baseURL (as the provider's official SDK takes it). */
+  path(backend: CompiledBackend, op: Operation): string;
+  /**
+   * Headers for the upstream request: the provider's auth from the credential, and the client
+   * headers this provider lets travel on. Common headers are added by the caller.
+   */
+  headers(backend: CompiledBackend, client: IncomingHttpHeaders, credential: string | undefined, out: Record<string, string>): void;
+}

@@ -1,0 +1,49 @@
+/**
+ * Directives in the last user text drive failures for tests and demos:
+ *   [sim:429]       answer 429 with retry-after
+ *   [sim:500]       answer 500
+ *   [sim:fail]      fail (chat: 500; tasks: the task fails)
+ *   [sim:cut]       drop the stream midway (no terminal event, connection destroyed)
+ *   [sim:slow=MS]   delay the first byte by MS
+ *   [sim:tokens=N]  answer with N output words (default: a short sentence)
+ */
+export interface Directives {
+  status?: 429 | 500;
+  fail: boolean;
+  cut: boolean;
+  slowMs: number;
+  tokens?: number;
+}
+
+const RE = /\[sim:([a-z0-9]+)(?:=(\d+))?\]/g;
+
+export function parseDirectives(text: string): Directives {
+  const d: Directives = { fail: false, cut: false, slowMs: 0 };
+  if (!text.includes('[sim:')) return d;
+  for (const m of text.matchAll(RE)) {
+    const name = m[1];
+    const n = m[2] === undefined ? undefined : Number(m[2]);
+    if (name === '429') d.status = 429;
+    else if (name === '500') d.status = 500;
+    else if (name === 'fail') d.fail = true;
+    else if (name === 'cut') d.cut = true;
+    else if (name === 'slow' && n !== undefined) d.slowMs = n;
+    else if (name === 'tokens' && n !== undefined) d.tokens = Math.min(n, 100_000);
+  }
+  return d;
+}
+
+export const sleep = (ms: number, signal?: AbortSignal) =>
+  ms <= 0
+    ? Promise.resolve()
+    : new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, ms);
+        signal?.addEventListener(
+          'abort',
+          () => {
+            clearTimeout(t);
+            resolve();
+          },
+          { once: true },
+        );
+      });

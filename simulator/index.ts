@@ -1,0 +1,21 @@
+import { openaiChatRoutes } from './openai-chat.js';
+import { startSimulatorServer, type Simulator, type SimRoute } from './server.js';
+
+export type { Simulator, SimRoute } from './server.js';
+export type { RecordedRequest } from './recorder.js';
+
+export interface StartSimulatorOptions {
+  port?: number;
+  host?: string;
+  /** Delay before the first byte of every answer (ms). */
+  latencyMs?: number;
+  /** Delay between stream events (ms). */
+  chunkDelayMs?: number;
+}
+
+/** Every protocol the simulator speaks, in one list. */
+export const ROUTES: SimRoute[] = [...openaiChatRoutes];
+
+export function startSimulator(opts: StartSimulatorOptions = {}): Promise<Simulator> {
+  return startSimulatorServer({ ...opts, routes: ROUTES });
+}

@@ -1,0 +1,99 @@
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { apiKey, chatRoute, group } from '../support/resources.js';
+import { startStack, waitFor, type Stack } from '../support/stack.js';
+
+const KEY = 'sk-service-chat-test';
+let stack: Stack;
+let client: OpenAI;
+
+beforeAll(async () => {
+  stack = await startStack((sim) => [
+    chatRoute('sim-gpt', `${sim}/v1`, { backend: { model: 'gpt-sim' } }),
+    chatRoute('other', `${sim}/v1`),
+    group('g', ['sim-gpt']),
+    apiKey('k', KEY, 'g'),
+  ]);
+  client = new OpenAI({ baseURL: `${stack.gw.url}/v1`, apiKey: KEY, maxRetries: 0 });
+});
+afterAll(() => stack.close());
+
+describe('POST /v1/chat/completions through the gateway (openai SDK)', () => {
+  it('non-streaming: the upstream answer with usage, the model rewritten upstream only', async () => {
+    const marker = `m-${Date.now()}`;
+    const r = await client.chat.completions.create({ model: 'sim-gpt', messages: [{ role: 'user', content: `hello ${marker}` }] });
+    expect(r.object).toBe('chat.completion');
+    expect(r.choices[0]!.message.content).toMatch(/\.$/);
+    expect(r.usage!.completion_tokens).toBe(12);
+    const seen = stack.sim.recorder.find(marker);
+    expect(seen).toHaveLength(1);
+    const upstream = JSON.parse(seen[0]!.body.toString()) as Record<string, unknown>;
+    expect(upstream.model).toBe('gpt-sim');
+    expect(upstream.stream).toBeUndefined();
+    expect(seen[0]!.headers.authorization).toBeUndefined(); // the client's key never travels
+  });
+
+  it('streaming: chunks arrive as sent, the last content frame carries usage, [DONE] ends it', async () => {
+    const marker = `s-${Date.now()}`;
+    const s = await client.chat.completions.create({ model: 'sim-gpt', stream: true, messages: [{ role: 'user', content: `hi ${marker}` }] });
+    let text = '';
+    let usage: OpenAI.CompletionUsage | undefined | null;
+    for await (const chunk of s) {
+      text += chunk.choices[0]?.delta.content ?? '';
+      if (chunk.usage) usage = chunk.usage;
+    }
+    expect(text.split(' ')).toHaveLength(12);
+    expect(usage?.completion_tokens).toBe(12);
+    const upstream = JSON.parse(stack.sim.recorder.find(marker)[0]!.body.toString()) as { stream_options: { include_usage: boolean } };
+    expect(upstream.stream_options.include_usage).toBe(true);
+  });
+
+  it('keeps unknown fields byte-equal on the way upstream', async () => {
+    const marker = `x-${Date.now()}`;
+    const body = `{"model":"sim-gpt","stream":false,"messages":[{"role":"user","content":"${marker}"}],"x_vendor":{"a":1.50,"b":"\\u00e9"},"temperature":0.70}`;
+    const r = await fetch(`${stack.gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' }, body });
+    expect(r.status).toBe(200);
+    expect(stack.sim.recorder.find(marker)[0]!.body.toString()).toBe(body.replace('"sim-gpt"', '"gpt-sim"'));
+  });
+
+  it('a model outside the group is 404 and an invalid body 400, in the OpenAI error shape', async () => {
+    await expect(client.chat.completions.create({ model: 'other', messages: [{ role: 'user', content: 'x' }] })).rejects.toMatchObject({ status: 404, type: 'invalid_request_error' });
+    await expect(client.chat.completions.create({ model: 'sim-gpt' } as never)).rejects.toMatchObject({ status: 400, param: 'messages' });
+  });
+
+  it("passes the upstream's 429 through with its retry-after", async () => {
+    const err = await client.chat.completions.create({ model: 'sim-gpt', messages: [{ role: 'user', content: '[sim:429]' }] }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OpenAI.RateLimitError);
+    expect((err as InstanceType<typeof OpenAI.RateLimitError>).headers.get('retry-after')).toBe('7');
+  });
+
+  it('a stream cut by the upstream ends with an error frame the SDK raises', async () => {
+    const s = await client.chat.completions.create({ model: 'sim-gpt', stream: true, messages: [{ role: 'user', content: '[sim:cut] please' }] });
+    let text = '';
+    const read = async () => {
+      for await (const chunk of s) text += chunk.choices[0]?.delta.content ?? '';
+    };
+    await expect(read()).rejects.toThrow(/upstream stream failed/);
+    expect(text.length).toBeGreaterThan(0);
+  });
+
+  it('a client disconnect aborts the upstream request', async () => {
+    const marker = `d-${Date.now()}`;
+    const ac = new AbortController();
+    stack.sim.context.chunkDelayMs = 2;
+    const s = await client.chat.completions.create(
+      { model: 'sim-gpt', stream: true, messages: [{ role: 'user', content: `[sim:tokens=5000] ${marker}` }] },
+      { signal: ac.signal },
+    );
+    try {
+      const it = s[Symbol.asyncIterator]();
+      await it.next();
+      ac.abort();
+      const rec = stack.sim.recorder.find(marker)[0]!;
+      await waitFor(() => rec.aborted, 5000, 'the simulator to see the abort');
+      expect(rec.completed).toBe(false);
+    } finally {
+      stack.sim.context.chunkDelayMs = 0;
+    }
+  });
+});

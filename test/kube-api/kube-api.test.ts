@@ -1,0 +1,162 @@
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startKubeApi, type KubeApi } from './server.js';
+
+const run = promisify(execFile);
+const KUBECTL = process.env.KUBECTL ?? '/usr/bin/kubectl';
+const root = new URL('../../', import.meta.url).pathname;
+
+describe.skipIf(!existsSync(KUBECTL))('kube-api with the real kubectl', () => {
+  let api: KubeApi;
+  let dir: string;
+  const kubectl = async (...args: string[]) => {
+    const { stdout } = await run(KUBECTL, ['--kubeconfig', join(dir, 'kubeconfig'), '--cache-dir', join(dir, 'cache'), ...args], { cwd: root });
+    return stdout;
+  };
+
+  beforeAll(async () => {
+    api = await startKubeApi();
+    dir = await mkdtemp(join(tmpdir(), 'kube-api-'));
+    await api.kubeconfig(join(dir, 'kubeconfig'));
+  });
+  afterAll(async () => {
+    await api?.close();
+  });
+
+  it('applies the CRDs, which become served resources', async () => {
+    expect(await kubectl('apply', '--validate=false', '-f', 'crds/')).toContain('customresourcedefinition.apiextensions.k8s.io/modelroutes.tollgate.dev created');
+    const res = await kubectl('api-resources', '--api-group', 'tollgate.dev', '--no-headers');
+    expect(res).toMatch(/modelroutes\s+mr\s+tollgate.dev\/v1alpha1\s+true\s+ModelRoute/);
+    expect(res).toMatch(/apikeys\s+ak/);
+    expect(await kubectl('apply', '--validate=false', '-f', 'crds/')).toContain('unchanged');
+  });
+
+  it('apply / get (printer columns) / patch / delete a ModelRoute', async () => {
+    const file = join(dir, 'mr.yaml');
+    const manifest = (price: string) => `apiVersion: tollgate.dev/v1alpha1
+kind: ModelRoute
+metadata: {name: sim-gpt, labels: {tier: a}}
+spec:
+  model: sim-gpt
+  type: chat
+  backends: [{provider: openai, baseURL: "http://127.0.0.1:8090/v1"}]
+  pricing: {inputPerMillion: "${price}"}
+`;
+    await writeFile(file, manifest('0.50'));
+    expect(await kubectl('apply', '--validate=false', '-f', file)).toContain('modelroute.tollgate.dev/sim-gpt created');
+    expect(api.get('tollgate.dev/v1alpha1', 'modelroutes', 'default', 'sim-gpt')?.metadata.generation).toBe(1);
+
+    // status via the subresource, then the READY column shows it
+    const obj = api.get('tollgate.dev/v1alpha1', 'modelroutes', 'default', 'sim-gpt')!;
+    const res = await fetch(`${api.url}/apis/tollgate.dev/v1alpha1/namespaces/default/modelroutes/sim-gpt/status`, {
+      method: 'PATCH',
+      headers: { 'content-type': 'application/merge-patch+json' },
+      body: JSON.stringify({ status: { conditions: [{ type: 'Ready', status: 'True', reason: 'Compiled', message: 'ok', observedGeneration: 1 }] } }),
+    });
+    expect(res.status).toBe(200);
+    const after = api.get('tollgate.dev/v1alpha1', 'modelroutes', 'default', 'sim-gpt')!;
+    expect(after.metadata.generation).toBe(1);
+    expect(Number(after.metadata.resourceVersion)).toBeGreaterThan(Number(obj.metadata.resourceVersion));
+
+    const table = await kubectl('get', 'mr');
+    expect(table).toMatch(/NAME\s+MODEL\s+TYPE\s+READY\s+AGE/);
+    expect(table).toMatch(/sim-gpt\s+sim-gpt\s+chat\s+True\s+\d+s/);
+    expect(await kubectl('get', 'tollgate')).toContain('modelroute.tollgate.dev/sim-gpt');
+
+    await writeFile(file, manifest('0.60'));
+    expect(await kubectl('apply', '--validate=false', '-f', file)).toContain('configured');
+    const applied = api.get('tollgate.dev/v1alpha1', 'modelroutes', 'default', 'sim-gpt')!;
+    expect(applied.spec.pricing.inputPerMillion).toBe('0.60');
+    expect(applied.metadata.generation).toBe(2);
+    expect(applied.status.conditions[0].status).toBe('True'); // the main endpoint keeps status
+
+    await kubectl('patch', 'mr', 'sim-gpt', '--type', 'merge', '-p', '{"spec":{"pricing":{"outputPerMillion":"2"}}}');
+    await kubectl('patch', 'mr', 'sim-gpt', '--type', 'json', '-p', '[{"op":"replace","path":"/spec/type","value":"image"}]');
+    expect(await kubectl('get', 'mr', 'sim-gpt', '-o', 'jsonpath={.metadata.generation} {.spec.type} {.spec.pricing.outputPerMillion}')).toBe('4 image 2');
+    expect(await kubectl('get', 'mr', '-l', 'tier=a', '-o', 'name')).toBe('modelroute.tollgate.dev/sim-gpt\n');
+    expect(await kubectl('get', 'mr', '-l', 'tier=b', '-o', 'name')).toBe('');
+    expect(await kubectl('get', 'mr', '--field-selector', 'metadata.name=sim-gpt', '-o', 'name')).toBe('modelroute.tollgate.dev/sim-gpt\n');
+
+    expect(await kubectl('delete', 'mr', 'sim-gpt')).toContain('deleted');
+    expect(api.get('tollgate.dev/v1alpha1', 'modelroutes', 'default', 'sim-gpt')).toBeUndefined();
+  });
+
+  it('reads a Secret with jsonpath; deleting an owner collects its dependents', async () => {
+    const file = join(dir, 'secret.yaml');
+    await writeFile(file, 'apiVersion: v1\nkind: Secret\nmetadata: {name: openai}\nstringData: {apiKey: sk-upstream}\n');
+    await kubectl('apply', '--validate=false', '-f', file);
+    const b64 = await kubectl('get', 'secret', 'openai', '-o', 'jsonpath={.data.apiKey}');
+    expect(Buffer.from(b64, 'base64').toString()).toBe('sk-upstream');
+
+    await writeFile(file, 'apiVersion: tollgate.dev/v1alpha1\nkind: ApiKey\nmetadata: {name: demo}\nspec: {group: default, account: demo}\n');
+    await kubectl('apply', '--validate=false', '-f', file);
+    const owner = api.get('tollgate.dev/v1alpha1', 'apikeys', 'default', 'demo')!;
+    const created = await fetch(`${api.url}/api/v1/namespaces/default/secrets`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ metadata: { name: 'demo-key', ownerReferences: [{ apiVersion: 'tollgate.dev/v1alpha1', kind: 'ApiKey', name: 'demo', uid: owner.metadata.uid, controller: true }] }, data: { apiKey: 'eA==' } }),
+    });
+    expect(created.status).toBe(201);
+    expect(await kubectl('get', 'secrets', '-o', 'name')).toContain('secret/demo-key');
+    await kubectl('delete', 'apikey', 'demo');
+    expect(api.get('v1', 'secrets', 'default', 'demo-key')).toBeUndefined();
+    expect(api.get('v1', 'secrets', 'default', 'openai')).toBeDefined();
+  });
+});
+
+describe('kube-api watch semantics', () => {
+  let api: KubeApi;
+  beforeAll(async () => {
+    api = await startKubeApi({ historySize: 5, bookmarkMs: 20 });
+  });
+  afterAll(async () => {
+    await api?.close();
+  });
+
+  const post = (path: string, body: unknown) =>
+    fetch(`${api.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+
+  async function collect(path: string, until: (events: { type: string; object: any }[]) => boolean) {
+    const ctrl = new AbortController();
+    const res = await fetch(`${api.url}${path}`, { signal: ctrl.signal });
+    const events: { type: string; object: any }[] = [];
+    const reader = res.body!.getReader();
+    let buf = '';
+    const deadline = Date.now() + 3000;
+    while (!until(events) && Date.now() < deadline) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buf += Buffer.from(value).toString();
+      let i;
+      while ((i = buf.indexOf('\n')) >= 0) {
+        events.push(JSON.parse(buf.slice(0, i)) as { type: string; object: any });
+        buf = buf.slice(i + 1);
+      }
+    }
+    ctrl.abort();
+    return events;
+  }
+
+  it('lists with a resourceVersion, resumes watches from it, sends bookmarks and 410 for a too-old one', async () => {
+    await post('/api/v1/namespaces/default/configmaps', { metadata: { name: 'a', labels: { x: '1' } }, data: {} });
+    const list = (await (await fetch(`${api.url}/api/v1/namespaces/default/configmaps`)).json()) as { metadata: { resourceVersion: string }; items: unknown[] };
+    expect(list.items).toHaveLength(1);
+    const from = list.metadata.resourceVersion;
+    await post('/api/v1/namespaces/default/configmaps', { metadata: { name: 'b' }, data: {} });
+    const evs = await collect(`/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=${from}&allowWatchBookmarks=true`, (e) => e.some((x) => x.type === 'BOOKMARK'));
+    expect(evs[0]).toMatchObject({ type: 'ADDED', object: { metadata: { name: 'b' } } });
+    expect(evs.some((e) => e.type === 'BOOKMARK')).toBe(true);
+
+    const sel = (await (await fetch(`${api.url}/api/v1/configmaps?labelSelector=x%3D1`)).json()) as { items: unknown[] };
+    expect(sel.items).toHaveLength(1);
+
+    for (let i = 0; i < 6; i++) await post('/api/v1/namespaces/default/configmaps', { metadata: { name: `c${i}` } });
+    const gone = await collect(`/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=${from}`, (e) => e.length > 0);
+    expect(gone[0]).toMatchObject({ type: 'ERROR', object: { kind: 'Status', code: 410, reason: 'Expired' } });
+  });
+});

@@ -1,0 +1,142 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { compile } from '../api/snapshot/index.js';
+import { StaticConfigSource } from '../proxy/config/folder-source.js';
+import { startGateway, type Gateway } from '../proxy/gateway.js';
+import { readJson } from '../proxy/server/body.js';
+import { createLogger } from '../proxy/server/log.js';
+import { sendJson } from '../proxy/server/render.js';
+import { apiKey, chatRoute, group } from './support/resources.js';
+
+const KEY = 'sk-service-servertest';
+let gw: Gateway;
+let source: StaticConfigSource;
+
+const resources = [
+  chatRoute('m', 'http://127.0.0.1:1/v1'),
+  group('g', ['m']),
+  group('limited', ['m'], { rateLimits: { requestsPerMinute: 2 } }),
+  apiKey('k', KEY, 'g'),
+  apiKey('lim', 'sk-service-limited', 'limited'), apiKey('old', 'sk-service-old', 'g', { expiresAt: '2099-01-01T00:00:00Z' })];
+
+beforeAll(async () => {
+  source = new StaticConfigSource(compile(resources.map((object) => ({ object }))).config);
+  gw = await startGateway({
+    source,
+    port: 0,
+    adminPort: 0,
+    adminToken: 'admin-secret',
+    bodyLimitBytes: 1024,
+    log: createLogger({}, 'silent'),
+    billing: () => ({ holdChat: () => Promise.reject(new Error('not used')), close: async () => {} }),
+    features: [
+      () => ({
+        routes: [
+          {
+            method: 'POST',
+            path: '/v1/echo/:id',
+            shape: 'openai',
+            auth: 'key',
+            handler: async (ctx) => {
+              const { json } = await readJson(ctx);
+              sendJson(ctx.res, 200, { id: ctx.params.id, key: ctx.key!.name, account: ctx.key!.account, json });
+            },
+          },
+          { method: 'POST', path: '/v1/messages', shape: 'anthropic', auth: 'key', handler: async (ctx) => sendJson(ctx.res, 200, {}) },
+        ],
+      }),
+    ],
+  });
+});
+afterAll(() => gw.close());
+
+const post = (path: string, body: string, headers: Record<string, string> = {}) =>
+  fetch(gw.url + path, { method: 'POST', body, headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', ...headers } });
+
+describe('API server', () => {
+  it('authenticates by key hash and routes with path parameters', async () => {
+    const r = await post('/v1/echo/abc', '{"a":1}', { 'x-request-id': 'req-1' });
+    expect(r.status).toBe(200);
+    expect(r.headers.get('x-request-id')).toBe('req-1');
+    expect(await r.json()).toEqual({ id: 'abc', key: 'k', account: 'acct', json: { a: 1 } });
+  });
+
+  it('rejects missing, malformed, unknown and wrongly prefixed keys with 401 in the route shape', async () => {
+    const cases: [Record<string, string>, RegExp][] = [
+      [{ authorization: '' }, /missing Authorization header/],
+      [{ authorization: 'Basic abc' }, /must be "Bearer <key>"/],
+      [{ authorization: 'Bearer sk-other-123' }, /keys start with "sk-service-"/],
+      [{ authorization: 'Bearer sk-service-unknown' }, /unknown, revoked or expired/],
+    ];
+    for (const [headers, msg] of cases) {
+      const r = await post('/v1/echo/x', '{}', headers);
+      expect(r.status).toBe(401);
+      const body = (await r.json()) as { error: { type: string; message: string; code: string } };
+      expect(body.error.type).toBe('authentication_error');
+      expect(body.error.message).toMatch(msg);
+      expect(JSON.stringify(body)).not.toContain('sk-service-unknown');
+    }
+    const a = await post('/v1/messages', '{}', { authorization: '', 'x-api-key': KEY });
+    expect(a.status).toBe(401);
+    const ab = (await a.json()) as { type: string; error: { type: string; message: string } };
+    expect(ab.type).toBe('error');
+    expect(ab.error.message).toMatch(/ANTHROPIC_AUTH_TOKEN/);
+  });
+
+  it('a key revoked in a new config is refused at once', async () => {
+    const revoked = resources.map((r) => (r.metadata.name === 'old' ? { ...r, spec: { ...r.spec, revoked: true } } : r));
+    const before = await post('/v1/echo/x', '{}', { authorization: 'Bearer sk-service-old' });
+    expect(before.status).toBe(200);
+    source.set(compile(revoked.map((object) => ({ object }))).config);
+    const after = await post('/v1/echo/x', '{}', { authorization: 'Bearer sk-service-old' });
+    expect(after.status).toBe(401);
+    source.set(compile(resources.map((object) => ({ object }))).config);
+  });
+
+  it('answers bad bodies with 400, 413 and 415', async () => {
+    const bad = await post('/v1/echo/x', '{nope');
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { error: { message: string } }).error.message).toMatch(/not valid JSON/);
+    expect((await post('/v1/echo/x', '[1]')).status).toBe(400);
+    expect((await post('/v1/echo/x', 'x'.repeat(2000))).status).toBe(413);
+    expect((await post('/v1/echo/x', '{}', { 'content-type': 'text/plain' })).status).toBe(415);
+  });
+
+  it('answers unknown paths with 404 and wrong methods with 405', async () => {
+    const r = await fetch(`${gw.url}/v1/nothing`);
+    expect(r.status).toBe(404);
+    const m = await fetch(`${gw.url}/v1/echo/x`);
+    expect(m.status).toBe(405);
+    expect(m.headers.get('allow')).toBe('POST');
+    const h = await fetch(`${gw.url}/`, { method: 'HEAD' });
+    expect(h.status).toBe(200);
+  });
+});
+
+describe('group rate limits', () => {
+  it('answers 429 with retry-after once a key passes requestsPerMinute', async () => {
+    const auth = { authorization: 'Bearer sk-service-limited' };
+    expect((await post('/v1/echo/1', '{}', auth)).status).toBe(200);
+    expect((await post('/v1/echo/2', '{}', auth)).status).toBe(200);
+    const r = await post('/v1/echo/3', '{}', auth);
+    expect(r.status).toBe(429);
+    expect(Number(r.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(((await r.json()) as { error: { type: string } }).error.type).toBe('rate_limit_error');
+    // other keys are not affected
+    expect((await post('/v1/echo/4', '{}')).status).toBe(200);
+  });
+});
+
+describe('admin port', () => {
+  it('serves health, readiness and metrics with route labels', async () => {
+    expect((await fetch(`${gw.adminUrl}/healthz`)).status).toBe(200);
+    const ready = await fetch(`${gw.adminUrl}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(((await ready.json()) as { configVersion: string }).configVersion).toBe(source.current()!.version);
+    await post('/v1/echo/zzz', '{}');
+    const text = await (await fetch(`${gw.adminUrl}/metrics`)).text();
+    expect(text).toMatch(/tollgate_http_requests_total\{route="\/v1\/echo\/:id",status="200"\} \d+/);
+    expect(text).toContain('process_resident_memory_bytes');
+    expect(text).not.toContain('zzz');
+    expect(text).not.toContain(KEY);
+  });
+});
