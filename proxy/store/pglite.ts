@@ -6,8 +6,14 @@ export class PgliteStore implements Store {
   readonly kind = 'pglite' as const;
   readonly db: PGlite;
 
-  constructor(dataDir?: string) {
-    this.db = new PGlite(dataDir);
+  /** dataDir: a folder (durable) or undefined (in memory); image: a dumpDataDir() to start from. */
+  constructor(dataDir?: string, image?: Blob | File) {
+    this.db = image ? new PGlite({ loadDataDir: image }) : new PGlite(dataDir);
+  }
+
+  /** A tarball of the whole database, to start other instances from (tests). */
+  async image(): Promise<Blob | File> {
+    return this.db.dumpDataDir('none');
   }
 
   async query<R>(sql: string, params?: unknown[]): Promise<QueryResult<R>> {

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { openStore, type Store } from '../../proxy/store/index.js';
+import { migrate, openStore, type Store } from '../../proxy/store/index.js';
+import { PgliteStore } from '../../proxy/store/pglite.js';
 
 export interface StoreCase {
   name: 'pglite' | 'postgres';
@@ -11,7 +12,7 @@ export interface StoreCase {
  * (CI sets it). Each open() gets an empty database: a fresh in-memory PGlite, or a new schema.
  */
 export function storeCases(): StoreCase[] {
-  const cases: StoreCase[] = [{ name: 'pglite', open: () => openStore({}) }];
+  const cases: StoreCase[] = [{ name: 'pglite', open: openPglite }];
   const url = process.env.DATABASE_URL;
   if (url) {
     cases.push({
@@ -30,4 +31,24 @@ export async function disposeStore(store: Store): Promise<void> {
     if (schema?.startsWith('t_')) await store.query(`DROP SCHEMA "${schema}" CASCADE`);
   }
   await store.close();
+}
+
+let image: Promise<Blob | File> | undefined;
+
+/**
+ * A fresh in-memory PGlite with every migration applied. Starting PGlite costs about 3 s on
+ * this machine; starting one from a migrated image costs about 0.7 s, so each test process
+ * migrates once and copies the image.
+ */
+export async function openPglite(): Promise<Store> {
+  image ??= (async () => {
+    const template = new PgliteStore();
+    await migrate(template);
+    const img = await template.image();
+    await template.close();
+    return img;
+  })();
+  const store = new PgliteStore(undefined, await image);
+  await migrate(store); // a no-op unless migrations changed since the image
+  return store;
 }

@@ -1,0 +1,71 @@
+import { describe, expect, it } from 'vitest';
+import { disposeStore, storeCases } from '../../test/support/stores.js';
+import { accountState, capture, credit, hold, InsufficientCreditsError, release, verifyLedger } from './ledger.js';
+
+const C = 1_000_000n; // one credit
+const later = () => new Date(Date.now() + 60_000);
+
+for (const c of storeCases()) {
+  describe(`ledger on ${c.name}`, () => {
+    it('grants, holds, captures and releases; replays change nothing; the rows add up', async () => {
+      const store = await c.open();
+      try {
+        expect(await store.tx((q) => credit(q, { account: 'a', operationId: 'g1', amount: 10n * C }))).toBe(true);
+        expect(await store.tx((q) => credit(q, { account: 'a', operationId: 'g1', amount: 10n * C }))).toBe(false);
+        expect(await store.tx((q) => hold(q, { account: 'a', holdId: 'h1', amount: 4n * C, expiresAt: later() }))).toBe(true);
+        expect(await store.tx((q) => hold(q, { account: 'a', holdId: 'h1', amount: 4n * C, expiresAt: later() }))).toBe(false);
+        expect(await accountState(store, 'a')).toEqual({ balance: 10n * C, held: 4n * C });
+
+        // 7 credits are not available while 4 are held.
+        await expect(store.tx((q) => hold(q, { account: 'a', holdId: 'h2', amount: 7n * C, expiresAt: later() }))).rejects.toBeInstanceOf(InsufficientCreditsError);
+        expect(await accountState(store, 'a')).toEqual({ balance: 10n * C, held: 4n * C });
+
+        expect(await store.tx((q) => capture(q, { holdId: 'h1', amount: 1_500_000n }))).toEqual({ captured: 1_500_000n, released: 2_500_000n });
+        expect(await store.tx((q) => capture(q, { holdId: 'h1', amount: 1_500_000n }))).toBeNull();
+        expect(await accountState(store, 'a')).toEqual({ balance: 8_500_000n, held: 0n });
+
+        await store.tx((q) => hold(q, { account: 'a', holdId: 'h3', amount: 2n * C, expiresAt: later() }));
+        expect(await store.tx((q) => release(q, { holdId: 'h3', kind: 'refund' }))).toBe(2n * C);
+        expect(await store.tx((q) => release(q, { holdId: 'h3', kind: 'refund' }))).toBeNull();
+        expect(await accountState(store, 'a')).toEqual({ balance: 8_500_000n, held: 0n });
+        expect(await verifyLedger(store)).toEqual([]);
+      } finally {
+        await disposeStore(store);
+      }
+    });
+
+    it('lease-style partial captures shrink one hold; a capture above the hold is charged in full', async () => {
+      const store = await c.open();
+      try {
+        await store.tx((q) => credit(q, { account: 'b', operationId: 'g', amount: 5n * C }));
+        await store.tx((q) => hold(q, { account: 'b', holdId: 'lease', amount: 3n * C, expiresAt: later(), owner: 'replica-1' }));
+        await store.tx((q) => capture(q, { holdId: 'lease', operationId: 'r1', amount: C, close: false }));
+        await store.tx((q) => capture(q, { holdId: 'lease', operationId: 'r2', amount: C, close: false }));
+        await store.tx((q) => capture(q, { holdId: 'lease', operationId: 'r2', amount: C, close: false })); // replay
+        expect(await accountState(store, 'b')).toEqual({ balance: 3n * C, held: C });
+        await store.tx((q) => capture(q, { holdId: 'lease', operationId: 'r3', amount: 2n * C, close: false }));
+        expect(await accountState(store, 'b')).toEqual({ balance: C, held: 0n });
+        expect(await store.tx((q) => release(q, { holdId: 'lease' }))).toBe(0n);
+        expect(await verifyLedger(store)).toEqual([]);
+      } finally {
+        await disposeStore(store);
+      }
+    });
+
+    it('concurrent holds never reserve more than the balance', async () => {
+      const store = await c.open();
+      try {
+        await store.tx((q) => credit(q, { account: 'c', operationId: 'g', amount: 10n * C }));
+        const results = await Promise.allSettled(
+          Array.from({ length: 40 }, (_, i) => store.tx((q) => hold(q, { account: 'c', holdId: `h${i}`, amount: C, expiresAt: later() }))),
+        );
+        expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(10);
+        for (const r of results) if (r.status === 'rejected') expect(r.reason).toBeInstanceOf(InsufficientCreditsError);
+        expect(await accountState(store, 'c')).toEqual({ balance: 10n * C, held: 10n * C });
+        expect(await verifyLedger(store)).toEqual([]);
+      } finally {
+        await disposeStore(store);
+      }
+    });
+  });
+}
