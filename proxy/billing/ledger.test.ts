@@ -38,7 +38,7 @@ for (const c of storeCases()) {
       const store = await c.open();
       try {
         await store.tx((q) => credit(q, { account: 'b', operationId: 'g', amount: 5n * C }));
-        await store.tx((q) => hold(q, { account: 'b', holdId: 'lease', amount: 3n * C, expiresAt: later(), owner: 'replica-1' }));
+        await store.tx((q) => hold(q, { account: 'b', holdId: 'lease', amount: 3n * C, expiresAt: later(), purpose: 'lease', owner: 'replica-1' }));
         await store.tx((q) => capture(q, { holdId: 'lease', operationId: 'r1', amount: C, close: false }));
         await store.tx((q) => capture(q, { holdId: 'lease', operationId: 'r2', amount: C, close: false }));
         await store.tx((q) => capture(q, { holdId: 'lease', operationId: 'r2', amount: C, close: false })); // replay

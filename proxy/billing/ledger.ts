@@ -20,6 +20,11 @@ export interface HoldInput {
   holdId: string;
   amount: bigint;
   expiresAt: Date;
+  /**
+   * Who resolves the hold if nobody settles it: 'request' and 'lease' holds are released by the
+   * billing sweeper once expired; 'task' holds only by the task engine (at the task's deadline).
+   */
+  purpose?: 'request' | 'lease' | 'task';
   /** The replica that owns the hold (leases); the sweeper releases a dead owner's holds. */
   owner?: string;
   meta?: Record<string, unknown>;
@@ -84,14 +89,10 @@ export async function hold(q: Queryable, h: HoldInput): Promise<boolean> {
     h.amount.toString(),
     json(h.meta),
   ]);
-  await q.query('INSERT INTO holds (hold_id, account, amount, remaining, expires_at, owner, meta) VALUES ($1, $2, $3, $3, $4, $5, $6)', [
-    h.holdId,
-    h.account,
-    h.amount.toString(),
-    h.expiresAt.toISOString(),
-    h.owner ?? null,
-    json(h.meta),
-  ]);
+  await q.query(
+    'INSERT INTO holds (hold_id, account, amount, remaining, expires_at, purpose, owner, meta) VALUES ($1, $2, $3, $3, $4, $5, $6, $7)',
+    [h.holdId, h.account, h.amount.toString(), h.expiresAt.toISOString(), h.purpose ?? 'request', h.owner ?? null, json(h.meta)],
+  );
   return true;
 }
 

@@ -35,6 +35,9 @@ CREATE TABLE IF NOT EXISTS holds (
   amount BIGINT NOT NULL,
   remaining BIGINT NOT NULL,
   expires_at TIMESTAMPTZ NOT NULL,
+  -- who resolves it: 'request' and 'lease' holds are the billing sweeper's once expired;
+  -- 'task' holds belong to the task engine, which refunds them at the task's deadline
+  purpose TEXT NOT NULL DEFAULT 'request' CHECK (purpose IN ('request', 'lease', 'task')),
   -- the replica that owns it (leases), or NULL
   owner TEXT,
   meta JSONB,
