@@ -44,8 +44,10 @@ export async function migrate(store: Store, migrations = loadMigrations()): Prom
 
 /** Statements split on ";" at line ends: PGlite's extended protocol takes one statement per query. */
 function splitSql(sql: string): string[] {
+  // Comments go first, so a comment line ending in ";" does not end a statement.
   return sql
+    .replace(/^\s*--.*$/gm, '')
     .split(/;\s*$/m)
-    .map((s) => s.replace(/^\s*--.*$/gm, '').trim())
+    .map((s) => s.trim())
     .filter(Boolean);
 }
