@@ -1,4 +1,5 @@
 import { chatFeature } from './chat/feature.js';
+import { tasksFeature } from './tasks/feature.js';
 import type { FeatureFactory, Gateway } from './gateway.js';
 import type { Billing } from './billing/types.js';
 import type { GatewayDeps } from './server/deps.js';
@@ -7,7 +8,7 @@ import type { GatewayDeps } from './server/deps.js';
  * What `tollgate serve` mounts. Each feature is a folder that contributes routes (and, later,
  * background workers); this list is the one place they are put together.
  */
-export const defaultFeatures: FeatureFactory[] = [chatFeature];
+export const defaultFeatures: FeatureFactory[] = [chatFeature, tasksFeature()];
 
 /**
  * Until the credit ledger lands, chat calls are served without holds or charges. Kept here,

@@ -1,0 +1,326 @@
+import { Readable } from 'node:stream';
+import type { CompiledBackend } from '../../api/snapshot/index.js';
+import { capture, release } from '../billing/ledger.js';
+import type { RuntimeConfig } from '../config/runtime.js';
+import type { Logger } from '../server/log.js';
+import type { Store } from '../store/index.js';
+import { credentialOf } from '../upstreams/credentials.js';
+import { coolDown, cooldownMs, orderBackends } from '../upstreams/select.js';
+import { enqueueDelivery } from '../webhooks/outbox.js';
+import { signBody } from '../webhooks/signing.js';
+import type { MediaFetcher } from './media.js';
+import { ProviderError, type LocalMedia, type ProviderContext, type ProviderOutcome, type ProviderOutput, type TaskJob, type TaskProvider } from './provider.js';
+import { taskProvider } from './providers.js';
+import type { TaskSettings } from './settings.js';
+import { contentTypeOf, extensionOf, sniff, type ResultStorage } from './storage/index.js';
+import { markTerminal, renewLease, reschedule, setUpstream, getTask, type Terminal } from './store.js';
+import type { BackendRef, StoredResult, TaskKind, TaskKindSpec, TaskRow } from './types.js';
+
+export interface EngineDeps {
+  store: Store;
+  log: Logger;
+  config(): RuntimeConfig | undefined;
+  storage: ResultStorage;
+  media: MediaFetcher;
+  settings: TaskSettings;
+  kinds: Partial<Record<TaskKind, TaskKindSpec>>;
+  /** This replica's worker identity (lease owner). */
+  owner: string;
+  /** After a terminal transition committed: wake the webhook worker, count it. */
+  onTerminal(task: TaskRow, status: Terminal['status']): void;
+}
+
+class Stopping extends Error {}
+class LeaseLost extends Error {}
+class DeadlineReached extends Error {}
+
+export interface TaskView {
+  id: string;
+  status: TaskRow['status'];
+  created: number;
+  model: string;
+  mode: string;
+  data?: { url: string }[];
+  error?: { code: string; message: string };
+  ignored?: string[];
+}
+
+/**
+ * Runs one claimed task a step further: submit to the upstream (retrying 429/5xx/connection
+ * failures with backoff until the deadline), poll an asynchronous upstream, copy results into
+ * storage, and end the task. Every terminal transition goes through finish(): status, capture
+ * or refund, and the webhook in one transaction, exactly once.
+ */
+export class TaskEngine {
+  constructor(private readonly d: EngineDeps) {}
+
+  async run(task: TaskRow, stop: AbortSignal): Promise<void> {
+    const { settings, owner } = this.d;
+    const ac = new AbortController();
+    const onStop = () => ac.abort(new Stopping('the worker is stopping'));
+    if (stop.aborted) return;
+    stop.addEventListener('abort', onStop, { once: true });
+    const heartbeat = setInterval(() => {
+      renewLease(this.d.store, task.id, owner, settings.leaseMs)
+        .then((ok) => {
+          if (!ok) ac.abort(new LeaseLost('the task was cancelled or taken over'));
+        })
+        .catch((err: Error) => this.d.log.warn('task lease renewal failed', { task: task.id, error: err.message }));
+    }, Math.max(50, Math.floor(settings.leaseMs / 3)));
+    const left = task.deadlineAt.getTime() - Date.now();
+    const deadline = setTimeout(() => ac.abort(new DeadlineReached()), Math.max(0, left));
+    try {
+      if (left <= 0) {
+        await this.fail(task, 'timeout', this.timeoutMessage(task), owner);
+        return;
+      }
+      if (task.upstreamId) await this.poll(task, ac.signal);
+      else await this.submit(task, ac.signal);
+    } catch (err) {
+      if (ac.signal.aborted) {
+        const why = ac.signal.reason as Error;
+        if (why instanceof DeadlineReached) await this.fail(task, 'timeout', this.timeoutMessage(task), owner);
+        else if (why instanceof LeaseLost) this.d.log.info('task step abandoned', { task: task.id, reason: why.message });
+        return;
+      }
+      // A bug or a store error: try again later; the deadline bounds how long.
+      this.d.log.error('task step failed', { task: task.id, error: (err as Error).stack ?? String(err) });
+      await reschedule(this.d.store, task.id, owner, { delayMs: this.backoff(task.attempts + 1), lastError: `internal error: ${(err as Error).message}` }).catch(() => {});
+    } finally {
+      clearInterval(heartbeat);
+      clearTimeout(deadline);
+      stop.removeEventListener('abort', onStop);
+    }
+  }
+
+  private timeoutMessage(task: TaskRow): string {
+    const s = Math.round((task.deadlineAt.getTime() - task.createdAt.getTime()) / 1000);
+    return `the task did not finish within ${s} seconds`;
+  }
+
+  private backoff(attempt: number, retryAfterMs?: number): number {
+    const { submitBackoffBaseMs: base, submitBackoffMaxMs: max } = this.d.settings;
+    const exp = Math.min(max, base * 2 ** Math.max(0, attempt - 1));
+    return retryAfterMs !== undefined ? Math.min(max, Math.max(retryAfterMs, base)) : exp;
+  }
+
+  private context(task: TaskRow, backend: CompiledBackend, signal: AbortSignal, files: LocalMedia[]): ProviderContext {
+    return {
+      backend,
+      credential: credentialOf(backend),
+      taskId: task.id,
+      signal,
+      log: this.d.log,
+      fetchMedia: async (url, field) => {
+        const f = await this.d.media.fetch(url, field, signal);
+        files.push(f);
+        return f;
+      },
+    };
+  }
+
+  private async submit(task: TaskRow, signal: AbortSignal): Promise<void> {
+    const model = this.d.config()?.models.get(task.model);
+    if (!model) return void (await this.fail(task, 'model_unavailable', `model "${task.model}" is no longer configured`, this.d.owner));
+    let chosen: { backend: CompiledBackend; provider: TaskProvider } | undefined;
+    for (const backend of orderBackends(model.backends)) {
+      const provider = taskProvider(backend.provider, task.kind, task.mode);
+      if (provider) {
+        chosen = { backend, provider };
+        break;
+      }
+    }
+    if (!chosen) return void (await this.fail(task, 'model_unavailable', `no backend of model "${task.model}" can run ${task.kind} tasks`, this.d.owner));
+    const { backend, provider } = chosen;
+    const job = task.request as unknown as TaskJob;
+    const ignored = [...new Set([...task.ignored, ...(provider.ignores?.(job) ?? [])])];
+    const attempts = task.attempts + 1;
+    const files: LocalMedia[] = [];
+    const ctx = this.context(task, backend, signal, files);
+    let outcome: ProviderOutcome;
+    try {
+      outcome = await provider.submit(job, ctx);
+    } catch (err) {
+      if (signal.aborted || !(err instanceof ProviderError)) throw err;
+      if (err.retryable) coolDown(backend, cooldownMs(err.opts.status ? 'status' : 'unavailable', err.opts.status));
+      return this.retryOrFail(task, err, { attempts, ignored });
+    } finally {
+      await this.d.media.discard(files);
+    }
+    const ref: BackendRef = { provider: backend.provider, baseURL: backend.baseURL, model: backend.model };
+    if (outcome.state === 'pending') {
+      const ok = await setUpstream(this.d.store, task.id, this.d.owner, {
+        backend: ref,
+        upstreamId: outcome.upstreamId,
+        state: outcome.data ?? null,
+        attempts,
+        ignored,
+        pollInMs: this.d.settings.pollIntervalMs,
+      });
+      // Cancelled while it was being created: stop it upstream too.
+      if (!ok) await this.cancelUpstream(provider, outcome.upstreamId, outcome.data ?? null, ctx);
+      return;
+    }
+    await this.conclude(task, outcome, provider, ctx, ignored);
+  }
+
+  private async poll(task: TaskRow, signal: AbortSignal): Promise<void> {
+    const ref = task.backend!;
+    const backend = this.findBackend(task.model, ref);
+    const provider = taskProvider(ref.provider, task.kind, task.mode);
+    if (!backend || !provider?.poll) {
+      return void (await this.fail(task, 'model_unavailable', `the backend running this task (${ref.provider} ${ref.model}) is no longer configured`, this.d.owner));
+    }
+    const ctx = this.context(task, backend, signal, []);
+    let outcome: ProviderOutcome;
+    try {
+      outcome = await provider.poll(task.upstreamId!, task.upstreamState, ctx);
+    } catch (err) {
+      if (signal.aborted || !(err instanceof ProviderError)) throw err;
+      if (!err.retryable) return void (await this.fail(task, err.code, err.message, this.d.owner));
+      await reschedule(this.d.store, task.id, this.d.owner, { delayMs: this.backoff(2, err.opts.retryAfterMs), lastError: err.message });
+      return;
+    }
+    if (outcome.state === 'pending') {
+      await reschedule(this.d.store, task.id, this.d.owner, { delayMs: this.d.settings.pollIntervalMs, lastError: null });
+      return;
+    }
+    await this.conclude(task, outcome, provider, ctx, task.ignored);
+  }
+
+  /** The backend of the live config an upstream task was created on (its credential may have rotated). */
+  private findBackend(model: string, ref: BackendRef): CompiledBackend | undefined {
+    const m = this.d.config()?.models.get(model);
+    return m?.backends.find((b) => b.provider === ref.provider && b.baseURL === ref.baseURL && b.model === ref.model);
+  }
+
+  private async retryOrFail(task: TaskRow, err: ProviderError, p: { attempts: number; ignored: string[] }): Promise<void> {
+    if (!err.retryable) return void (await this.fail(task, err.code, err.message, this.d.owner, p.ignored));
+    const delayMs = Math.min(this.backoff(p.attempts, err.opts.retryAfterMs), Math.max(0, task.deadlineAt.getTime() - Date.now()));
+    this.d.log.info('task submission will be retried', { task: task.id, attempt: p.attempts, code: err.code, retryInMs: delayMs });
+    await reschedule(this.d.store, task.id, this.d.owner, { delayMs, attempts: p.attempts, lastError: err.message, ignored: p.ignored });
+  }
+
+  private async conclude(task: TaskRow, outcome: Exclude<ProviderOutcome, { state: 'pending' }>, provider: TaskProvider, ctx: ProviderContext, ignored: string[]): Promise<void> {
+    if (outcome.state === 'failed') return void (await this.fail(task, outcome.code, outcome.message, this.d.owner, ignored));
+    const kind = this.kindOf(task);
+    // Never more files than the task asked for (and paid for).
+    const wanted = typeof task.request.n === 'number' ? task.request.n : outcome.outputs.length;
+    const outputs = outcome.outputs.slice(0, wanted);
+    const results: StoredResult[] = [];
+    try {
+      for (let i = 0; i < outputs.length; i++) results.push(await this.store(task, i, outputs[i]!, provider, ctx, kind.defaultExtension));
+    } catch (err) {
+      await this.discard(results);
+      if (ctx.signal.aborted) throw err;
+      const e = err instanceof ProviderError ? err : new ProviderError(false, 'storage_error', `the result could not be stored: ${(err as Error).message}`);
+      // An asynchronous upstream still holds the result: copy it on a later poll.
+      if (e.retryable && task.upstreamId) {
+        await reschedule(this.d.store, task.id, this.d.owner, { delayMs: this.backoff(2), lastError: e.message });
+        return;
+      }
+      return void (await this.fail(task, e.code, e.message, this.d.owner, ignored));
+    }
+    const usage = outcome.usage ?? {};
+    const done = await this.finish(task, { status: 'succeeded', results, usage, chargedMicro: kind.charge(task, { outputs: results.length, usage }), ignored }, this.d.owner);
+    if (!done) await this.discard(results);
+  }
+
+  private async store(task: TaskRow, i: number, out: ProviderOutput, provider: TaskProvider, ctx: ProviderContext, fallbackExt: string): Promise<StoredResult> {
+    let body: Readable;
+    let type: string | undefined;
+    if (out.type === 'bytes') {
+      body = Readable.from([out.data]);
+      type = out.contentType ?? sniff(out.data.subarray(0, 16));
+    } else {
+      if (!provider.open) throw new ProviderError(false, 'upstream_invalid_response', `provider ${provider.name} returned a URL it cannot open`);
+      const opened = await provider.open(out, ctx);
+      body = opened.body;
+      type = opened.contentType;
+    }
+    const ext = extensionOf(type, fallbackExt);
+    const key = `${task.id}/${i}.${ext}`;
+    const contentType = contentTypeOf(ext);
+    const { bytes } = await this.d.storage.put(key, body, contentType, this.d.settings.resultMaxBytes);
+    return { key, contentType, bytes };
+  }
+
+  private async discard(results: StoredResult[]): Promise<void> {
+    await Promise.all(results.map((r) => this.d.storage.delete(r.key).catch(() => {})));
+  }
+
+  private kindOf(task: TaskRow): TaskKindSpec {
+    const k = this.d.kinds[task.kind];
+    if (!k) throw new Error(`no task kind "${task.kind}" is registered`);
+    return k;
+  }
+
+  fail(task: TaskRow, code: string, message: string, owner: string | null, ignored?: string[]): Promise<TaskRow | undefined> {
+    return this.finish(task, { status: 'failed', code, message, ...(ignored ? { ignored } : {}) }, owner);
+  }
+
+  /**
+   * The one terminal transition: status, capture (success) or refund (failure, cancel) of the
+   * hold, and the webhook in the outbox, committed together. Undefined when the task had already
+   * ended (or `owner` lost its lease): nothing is charged, refunded or sent twice.
+   */
+  async finish(task: TaskRow, t: Terminal, owner: string | null): Promise<TaskRow | undefined> {
+    const body = task.webhookUrl ? Buffer.from(JSON.stringify(await this.payload(task, t))) : undefined;
+    const before = await this.d.store.tx(async (q) => {
+      const row = await markTerminal(q, task.id, owner, t);
+      if (!row) return undefined;
+      const meta = { task: row.id, model: row.model, key: row.keyName };
+      if (t.status === 'succeeded') await capture(q, { holdId: row.holdId, amount: t.chargedMicro, meta });
+      else await release(q, { holdId: row.holdId, kind: 'refund', meta: { ...meta, reason: t.code } });
+      if (body && row.webhookUrl && row.webhookSecret) {
+        await enqueueDelivery(q, { taskId: row.id, url: row.webhookUrl, body, signature: signBody(row.webhookSecret, body) });
+      }
+      return row;
+    });
+    if (before) {
+      this.d.log.info('task finished', { task: task.id, kind: task.kind, model: task.model, key: task.keyName, status: t.status, ...(t.status !== 'succeeded' ? { code: t.code } : {}) });
+      this.d.onTerminal(before, t.status);
+    }
+    return before;
+  }
+
+  /** Cancels an unfinished task (refund, webhook), then asks the upstream to stop. */
+  async cancel(task: TaskRow): Promise<TaskRow> {
+    const before = await this.finish(task, { status: 'cancelled', code: 'cancelled', message: 'the task was cancelled by its owner' }, null);
+    if (before?.upstreamId && before.backend) {
+      const backend = this.findBackend(before.model, before.backend);
+      const provider = taskProvider(before.backend.provider, before.kind, before.mode);
+      if (backend && provider) await this.cancelUpstream(provider, before.upstreamId, before.upstreamState, this.context(before, backend, AbortSignal.timeout(10_000), []));
+    }
+    return (await getTask(this.d.store, task.id))!;
+  }
+
+  private async cancelUpstream(provider: TaskProvider, upstreamId: string, data: Record<string, unknown> | null, ctx: ProviderContext): Promise<void> {
+    if (!provider.cancel) return;
+    try {
+      await provider.cancel(upstreamId, data, { ...ctx, signal: AbortSignal.timeout(10_000) });
+    } catch (err) {
+      this.d.log.warn('upstream cancel failed', { task: ctx.taskId, error: (err as Error).message });
+    }
+  }
+
+  /** What GET answers and webhooks carry. Result URLs are signed afresh each time. */
+  async view(task: TaskRow): Promise<TaskView> {
+    const base: TaskView = { id: task.id, status: task.status, created: Math.floor(task.createdAt.getTime() / 1000), model: task.model, mode: task.mode };
+    if (task.status === 'succeeded') base.data = await this.urls(task.results ?? []);
+    if (task.status === 'failed' || task.status === 'cancelled') base.error = { code: task.errorCode ?? 'failed', message: task.errorMessage ?? '' };
+    if (task.ignored.length > 0) base.ignored = task.ignored;
+    return base;
+  }
+
+  /** The webhook body: {id, status, data | error}. */
+  private async payload(task: TaskRow, t: Terminal): Promise<Record<string, unknown>> {
+    if (t.status === 'succeeded') return { id: task.id, status: t.status, data: await this.urls(t.results) };
+    return { id: task.id, status: t.status, error: { code: t.code, message: t.message } };
+  }
+
+  private async urls(results: StoredResult[]): Promise<{ url: string }[]> {
+    const expires = new Date(Date.now() + this.d.settings.resultUrlTtlSeconds * 1000);
+    return Promise.all(results.map(async (r) => ({ url: await this.d.storage.url(r.key, expires) })));
+  }
+}

@@ -1,0 +1,115 @@
+import type { Readable } from 'node:stream';
+import type { CompiledBackend } from '../../api/snapshot/index.js';
+import { classify, targetOf, upstreamAgent } from '../upstreams/http.js';
+import { USER_AGENT } from '../upstreams/headers.js';
+import { ProviderError } from './provider.js';
+
+/**
+ * HTTP for task providers: one call to the backend, its JSON answer, and the mapping of what
+ * went wrong onto ProviderError (429/5xx/connection: retryable; other 4xx: the task fails with
+ * the upstream's own code and message). Wire formats stay in the adapters.
+ */
+export interface ProviderCall {
+  method: 'GET' | 'POST' | 'DELETE';
+  path: string;
+  headers?: Record<string, string>;
+  body?: Buffer | Readable;
+  signal: AbortSignal;
+}
+
+export interface ProviderResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  json: unknown;
+}
+
+/** Largest JSON answer read (inline base64 images of four 4K pictures fit easily). */
+const MAX_JSON = 512 * 1024 * 1024;
+
+export async function callProvider(backend: CompiledBackend, call: ProviderCall): Promise<ProviderResponse> {
+  const t = targetOf(backend);
+  let resp;
+  try {
+    resp = await upstreamAgent().request({
+      origin: t.origin,
+      path: t.basePath + call.path,
+      method: call.method,
+      headers: { 'user-agent': USER_AGENT, accept: 'application/json', 'accept-encoding': 'identity', ...backend.headers, ...call.headers },
+      body: call.body ?? null,
+      signal: call.signal,
+      headersTimeout: backend.timeoutMs,
+      bodyTimeout: backend.timeoutMs,
+    });
+  } catch (err) {
+    throw toProviderError(err, call.signal);
+  }
+  let text: string;
+  try {
+    const declared = Number(resp.headers['content-length'] ?? 0);
+    if (declared > MAX_JSON) throw new Error(`answer of ${declared} bytes is too large`);
+    text = await resp.body.text();
+  } catch (err) {
+    throw toProviderError(err, call.signal);
+  }
+  let json: unknown;
+  try {
+    json = text ? JSON.parse(text) : undefined;
+  } catch {
+    json = undefined;
+  }
+  if (json === undefined && resp.statusCode < 300) {
+    throw new ProviderError(true, 'upstream_invalid_response', `the upstream answered ${resp.statusCode} with a body that is not JSON`);
+  }
+  return { status: resp.statusCode, headers: resp.headers, json };
+}
+
+/** Connection-level failures: retryable; an abort is passed on as it is. */
+export function toProviderError(err: unknown, signal: AbortSignal): Error {
+  const e = classify(err, signal);
+  if (e.kind === 'aborted') return signal.reason instanceof Error ? signal.reason : e;
+  return new ProviderError(true, e.kind === 'timeout' ? 'upstream_timeout' : 'upstream_unavailable', `the upstream could not be reached: ${e.message}`);
+}
+
+/** An HTTP error answer: `message` is the upstream's own words when it gave some. */
+export function statusError(r: ProviderResponse, message: string | undefined, code: string | undefined): ProviderError {
+  const retryable = r.status === 429 || r.status >= 500;
+  const after = Number(header(r.headers['retry-after']));
+  return new ProviderError(
+    retryable,
+    code ?? (r.status === 429 ? 'upstream_rate_limited' : retryable ? 'upstream_error' : 'upstream_rejected'),
+    `the upstream answered ${r.status}${message ? `: ${message}` : ''}`,
+    { status: r.status, ...(Number.isFinite(after) && after > 0 ? { retryAfterMs: after * 1000 } : {}) },
+  );
+}
+
+export function header(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v[0] : v;
+}
+
+/** GET of a result file on the provider, streamed. `auth` only travels to the backend's own origin. */
+export async function openUrl(backend: CompiledBackend, url: string, signal: AbortSignal, auth?: Record<string, string>): Promise<{ body: Readable; contentType?: string }> {
+  const u = new URL(url);
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new ProviderError(false, 'upstream_invalid_response', 'the upstream gave a result URL that is not http(s)');
+  const sameOrigin = u.origin === targetOf(backend).origin;
+  let resp;
+  try {
+    resp = await upstreamAgent().request({
+      origin: u.origin,
+      path: `${u.pathname}${u.search}`,
+      method: 'GET',
+      headers: { 'user-agent': USER_AGENT, ...(sameOrigin ? auth : {}) },
+      signal,
+      headersTimeout: backend.timeoutMs,
+      bodyTimeout: backend.timeoutMs,
+    });
+  } catch (err) {
+    throw toProviderError(err, signal);
+  }
+  if (resp.statusCode !== 200) {
+    await resp.body.dump().catch(() => {});
+    const retryable = resp.statusCode === 429 || resp.statusCode >= 500;
+    throw new ProviderError(retryable, 'result_unavailable', `the upstream's result file answered ${resp.statusCode}`, { status: resp.statusCode });
+  }
+  const type = header(resp.headers['content-type']);
+  return { body: resp.body, ...(type ? { contentType: type } : {}) };
+}

@@ -1,0 +1,106 @@
+import type { CompiledBackend } from '../../../api/snapshot/index.js';
+import type { ImageJob, ProviderContext, ProviderOutcome, ProviderOutput, TaskJob, TaskProvider } from '../../tasks/provider.js';
+import { callProvider, openUrl, statusError, type ProviderResponse } from '../../tasks/provider-http.js';
+
+/**
+ * Replicate's predictions API (https://api.replicate.com/v1): create, poll, cancel. The
+ * backend's model is "owner/name" (the model's latest version) or "owner/name:version" or a
+ * bare version id. Inputs follow the common image-model schema: prompt, negative_prompt,
+ * num_outputs, aspect_ratio, width/height (when the client gave pixels), resolution, quality,
+ * image (first input), image_input (all inputs, when several), mask. Replicate fetches input
+ * URLs itself, so nothing is downloaded here.
+ */
+export const replicate: TaskProvider = {
+  name: 'replicate',
+  supports: (kind) => kind === 'image',
+
+  async submit(job, ctx) {
+    const { path, version } = createPath(ctx.backend.model);
+    const body = { ...(version ? { version } : {}), input: inputOf(job) };
+    const r = await callProvider(ctx.backend, {
+      method: 'POST',
+      path,
+      headers: { ...auth(ctx), 'content-type': 'application/json' },
+      body: Buffer.from(JSON.stringify(body)),
+      signal: ctx.signal,
+    });
+    return outcomeOf(r, true);
+  },
+
+  async poll(upstreamId, _data, ctx) {
+    const r = await callProvider(ctx.backend, { method: 'GET', path: `/predictions/${encodeURIComponent(upstreamId)}`, headers: auth(ctx), signal: ctx.signal });
+    return outcomeOf(r, false);
+  },
+
+  async cancel(upstreamId, _data, ctx) {
+    const r = await callProvider(ctx.backend, { method: 'POST', path: `/predictions/${encodeURIComponent(upstreamId)}/cancel`, headers: auth(ctx), signal: ctx.signal });
+    if (r.status >= 400) throw statusError(r, errorText(r.json), undefined);
+  },
+
+  open: (output, ctx) => openUrl(ctx.backend, output.url, ctx.signal, auth(ctx)),
+};
+
+const auth = (ctx: ProviderContext): Record<string, string> => (ctx.credential ? { authorization: `Bearer ${ctx.credential}` } : {});
+
+function createPath(model: CompiledBackend['model']): { path: string; version?: string } {
+  const colon = model.indexOf(':');
+  if (colon !== -1) return { path: '/predictions', version: model.slice(colon + 1) };
+  if (/^[0-9a-f]{64}$/.test(model)) return { path: '/predictions', version: model };
+  const [owner, name] = model.split('/');
+  return { path: `/models/${encodeURIComponent(owner ?? '')}/${encodeURIComponent(name ?? '')}/predictions` };
+}
+
+function inputOf(job: TaskJob): Record<string, unknown> {
+  const j: ImageJob = job;
+  return {
+    prompt: j.prompt,
+    ...(j.negativePrompt ? { negative_prompt: j.negativePrompt } : {}),
+    num_outputs: j.n,
+    aspect_ratio: j.aspectRatio,
+    ...(j.sizeFrom === 'pixels' ? { width: j.width, height: j.height } : {}),
+    resolution: j.resolution,
+    ...(j.quality ? { quality: j.quality } : {}),
+    ...(j.imageUrls.length > 0 ? { image: j.imageUrls[0] } : {}),
+    ...(j.imageUrls.length > 1 ? { image_input: j.imageUrls } : {}),
+    ...(j.maskUrl ? { mask: j.maskUrl } : {}),
+  };
+}
+
+interface Prediction {
+  id?: string;
+  status?: 'starting' | 'processing' | 'succeeded' | 'failed' | 'canceled' | 'aborted';
+  output?: unknown;
+  error?: unknown;
+  metrics?: Record<string, unknown>;
+}
+
+function errorText(json: unknown): string | undefined {
+  const j = json as { detail?: unknown; title?: unknown; error?: unknown } | undefined;
+  const v = j?.detail ?? j?.error ?? j?.title;
+  return typeof v === 'string' ? v : v === undefined ? undefined : JSON.stringify(v);
+}
+
+function outcomeOf(r: ProviderResponse, created: boolean): ProviderOutcome {
+  if (r.status >= 400) throw statusError(r, errorText(r.json), undefined);
+  const p = r.json as Prediction;
+  switch (p.status) {
+    case 'starting':
+    case 'processing':
+      if (!p.id) return { state: 'failed', code: 'upstream_invalid_response', message: 'the upstream created a prediction without an id' };
+      return { state: 'pending', upstreamId: p.id };
+    case 'succeeded': {
+      const urls = (Array.isArray(p.output) ? p.output : [p.output]).filter((u): u is string => typeof u === 'string');
+      if (urls.length === 0) return { state: 'failed', code: 'no_output', message: 'the upstream prediction succeeded without output' };
+      const outputs: ProviderOutput[] = urls.map((url) => ({ type: 'url', url }));
+      const predictTime = Number(p.metrics?.predict_time);
+      return { state: 'succeeded', outputs, usage: { images: urls.length, ...(Number.isFinite(predictTime) ? { predictSeconds: predictTime } : {}) } };
+    }
+    case 'failed':
+      return { state: 'failed', code: 'upstream_failed', message: `the upstream prediction failed: ${typeof p.error === 'string' ? p.error : JSON.stringify(p.error ?? 'no reason given')}` };
+    case 'canceled':
+    case 'aborted':
+      return { state: 'failed', code: 'upstream_cancelled', message: `the upstream prediction was ${p.status}` };
+    default:
+      return { state: 'failed', code: 'upstream_invalid_response', message: `the upstream ${created ? 'created' : 'reported'} a prediction in an unknown state "${String(p.status)}"` };
+  }
+}
