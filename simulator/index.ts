@@ -1,3 +1,4 @@
+import { mediaRoutes } from './media-routes.js';
 import { openaiChatRoutes } from './openai-chat.js';
 import { startSimulatorServer, type Simulator, type SimRoute } from './server.js';
 
@@ -14,7 +15,7 @@ export interface StartSimulatorOptions {
 }
 
 /** Every protocol the simulator speaks, in one list. */
-export const ROUTES: SimRoute[] = [...openaiChatRoutes];
+export const ROUTES: SimRoute[] = [...openaiChatRoutes, ...mediaRoutes];
 
 export function startSimulator(opts: StartSimulatorOptions = {}): Promise<Simulator> {
   return startSimulatorServer({ ...opts, routes: ROUTES });
