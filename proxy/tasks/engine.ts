@@ -133,7 +133,7 @@ export class TaskEngine {
     if (!chosen) return void (await this.fail(task, 'model_unavailable', `no backend of model "${task.model}" can run ${task.kind} tasks`, this.d.owner));
     const { backend, provider } = chosen;
     const job = task.request as unknown as TaskJob;
-    const ignored = [...new Set([...task.ignored, ...(provider.ignores?.(job) ?? [])])];
+    const ignored = [...new Set([...task.ignored, ...(provider.ignores?.(job) ?? [])])].sort();
     const attempts = task.attempts + 1;
     const files: LocalMedia[] = [];
     const ctx = this.context(task, backend, signal, files);

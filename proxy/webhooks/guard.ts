@@ -91,13 +91,17 @@ export function assertUrlAllowed(raw: string, policy: UrlPolicy): URL {
   return new URL(raw);
 }
 
+/** How names are resolved: every address of the name (the system resolver by default). */
+export type Resolver = (hostname: string, options: object, callback: (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void) => void;
+const systemResolver: Resolver = (hostname, options, callback) => dnsLookup(hostname, { ...options, all: true }, callback);
+
 /**
  * A socket lookup that resolves every address of the name and refuses the connection when any
  * of them is refused (a name that mixes public and private answers is not trusted).
  */
-export function guardedLookup(policy: UrlPolicy): LookupFunction {
+export function guardedLookup(policy: UrlPolicy, resolve: Resolver = systemResolver): LookupFunction {
   return (hostname, options, callback) => {
-    dnsLookup(hostname, { ...options, all: true }, (err, addresses: LookupAddress[]) => {
+    resolve(hostname, options, (err, addresses) => {
       if (err) return callback(err, '', 0);
       for (const a of addresses) {
         const why = refusal(a.address, policy);
