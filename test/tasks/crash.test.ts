@@ -1,0 +1,138 @@
+import type { ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { accountState, verifyLedger } from '../../proxy/billing/ledger.js';
+import { migrate, openStore, type Store } from '../../proxy/store/index.js';
+import { PgliteStore } from '../../proxy/store/pglite.js';
+import { startSimulator, type Simulator } from '../../simulator/index.js';
+import { startCli } from '../support/cli.js';
+import { apiKey, group } from '../support/resources.js';
+import { C, client, grant, imageRoute, KEY } from './support.js';
+
+/**
+ * A `tollgate serve` process killed with SIGKILL while a worker holds a task (its upstream call
+ * in flight): after a restart on the same database the task is taken up again once its lease
+ * runs out, completes, and is charged once.
+ */
+interface Target {
+  /** serve flags naming the database. */
+  flags: string[];
+  /** The child's environment: PGlite's must not inherit DATABASE_URL (serve would prefer it). */
+  env: Record<string, string>;
+  /** Opens the database from this process (PGlite: only while no child has it open). */
+  open(): Promise<Store>;
+  dispose(): Promise<void>;
+}
+
+async function pgliteTarget(dir: string): Promise<Target> {
+  return {
+    flags: ['--data', dir],
+    env: { DATABASE_URL: '' },
+    open: async () => {
+      const s = new PgliteStore(join(dir, 'pg'));
+      await migrate(s);
+      return s;
+    },
+    dispose: () => rm(dir, { recursive: true, force: true }),
+  };
+}
+
+async function postgresTarget(url: string): Promise<Target> {
+  const schema = `t_${randomBytes(6).toString('hex')}`;
+  const open = () => openStore({ databaseUrl: url, schema });
+  const withPath = `${url}${url.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}`)}`;
+  return {
+    flags: ['--database-url', withPath],
+    env: {},
+    open,
+    dispose: async () => {
+      const s = await open();
+      await s.query(`DROP SCHEMA "${schema}" CASCADE`);
+      await s.close();
+    },
+  };
+}
+
+const targets: { name: string; make: () => Promise<Target> }[] = [{ name: 'pglite', make: async () => pgliteTarget(await mkdtemp(join(tmpdir(), 'tollgate-crash-'))) }];
+if (process.env.DATABASE_URL) targets.push({ name: 'postgres', make: () => postgresTarget(process.env.DATABASE_URL!) });
+
+let sim: Simulator;
+let configDir: string;
+beforeAll(async () => {
+  sim = await startSimulator();
+  configDir = await mkdtemp(join(tmpdir(), 'tollgate-crash-config-'));
+  // JSON is YAML: the manifests a user would write, in one file.
+  const docs = [imageRoute('img', 'openai', `${sim.url}/v1`, { model: 'gpt-image-sim' }), group('g', ['img']), apiKey('k', KEY, 'g', { account: 'acct' })];
+  await writeFile(join(configDir, 'manifests.yaml'), docs.map((d) => JSON.stringify(d)).join('\n---\n'));
+});
+afterAll(async () => {
+  await sim?.close();
+  if (configDir) await rm(configDir, { recursive: true, force: true });
+});
+
+const ENV = { TOLLGATE_TASK_LEASE_SECONDS: '1.5', TOLLGATE_TASK_POLL_SECONDS: '0.05', TOLLGATE_TASK_RETRY_SECONDS: '0.05', TOLLGATE_LOG_LEVEL: 'info' };
+
+function serve(t: Target): Promise<{ child: ChildProcess; url: string; exited: Promise<number | null> }> {
+  return startCli(['serve', '--config', configDir, '--port', '0', '--admin-port', '0', ...t.flags], (l) => l.msg === 'gateway listening', { ...ENV, ...t.env }, 60_000).then(
+    ({ child, match, exited }) => ({ child, url: match.api as string, exited }),
+  );
+}
+
+for (const { name, make } of targets) {
+  describe(`a worker killed mid-task on ${name}`, () => {
+    let t: Target;
+    const children: ChildProcess[] = [];
+    beforeAll(async () => {
+      t = await make();
+      const s = await t.open();
+      await grant(s, 'acct', 10n * C);
+      await s.close();
+    });
+    afterAll(async () => {
+      for (const c of children) c.kill('SIGKILL');
+      await t?.dispose();
+    });
+
+    it('is taken up again when its lease runs out after a restart, completes, and is charged once', async () => {
+      const first = await serve(t);
+      children.push(first.child);
+      expect(first.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      const marker = `crash-${randomBytes(4).toString('hex')}`;
+      sim.context.latencyMs = 120_000; // the first upstream call hangs until the process dies
+      const sub = await client(first.url).submit('/v1/images/generations', { model: 'img', prompt: marker, size: '64x64' });
+      expect(sub.status).toBe(200);
+      const deadline = Date.now() + 20_000;
+      while (sim.recorder.find(marker).length === 0) {
+        if (Date.now() > deadline) throw new Error('the upstream call never started');
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      first.child.kill('SIGKILL');
+      await first.exited;
+      sim.context.latencyMs = 0;
+
+      const second = await serve(t);
+      children.push(second.child);
+      const done = await client(second.url).until(sub.json.id, 30_000);
+      expect(done.status).toBe('succeeded');
+      expect((await fetch(done.data![0]!.url)).status).toBe(200);
+      const calls = sim.recorder.find(marker);
+      expect(calls).toHaveLength(2);
+      expect(calls[0]!.aborted).toBe(true);
+
+      second.child.kill('SIGTERM');
+      expect(await second.exited).toBe(0);
+      const s = await t.open();
+      try {
+        const rows = await s.query<{ kind: string }>('SELECT kind FROM ledger WHERE operation_id = $1 OR hold_id = $1 ORDER BY id', [`task:${sub.json.id}`]);
+        expect(rows.rows.map((r) => r.kind)).toEqual(['hold', 'capture']);
+        expect(await accountState(s, 'acct')).toEqual({ balance: 10n * C - 20_000n, held: 0n });
+        expect(await verifyLedger(s)).toEqual([]);
+      } finally {
+        await s.close();
+      }
+    });
+  });
+}
