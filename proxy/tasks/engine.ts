@@ -71,7 +71,7 @@ export class TaskEngine {
     const deadline = setTimeout(() => ac.abort(new DeadlineReached()), Math.max(0, left));
     try {
       if (left <= 0) {
-        await this.fail(task, 'timeout', this.timeoutMessage(task), owner);
+        await this.timeOut(task);
         return;
       }
       if (task.upstreamId) await this.poll(task, ac.signal);
@@ -79,7 +79,7 @@ export class TaskEngine {
     } catch (err) {
       if (ac.signal.aborted) {
         const why = ac.signal.reason as Error;
-        if (why instanceof DeadlineReached) await this.fail(task, 'timeout', this.timeoutMessage(task), owner);
+        if (why instanceof DeadlineReached) await this.timeOut(task);
         else if (why instanceof LeaseLost) this.d.log.info('task step abandoned', { task: task.id, reason: why.message });
         return;
       }
@@ -93,9 +93,11 @@ export class TaskEngine {
     }
   }
 
-  private timeoutMessage(task: TaskRow): string {
+  /** Past its deadline: fail and refund, and stop whatever still runs upstream. */
+  private async timeOut(task: TaskRow): Promise<void> {
     const s = Math.round((task.deadlineAt.getTime() - task.createdAt.getTime()) / 1000);
-    return `the task did not finish within ${s} seconds`;
+    const before = await this.fail(task, 'timeout', `the task did not finish within ${s} seconds`, this.d.owner);
+    if (before) await this.stopUpstream(before);
   }
 
   private backoff(attempt: number, retryAfterMs?: number): number {
@@ -161,7 +163,7 @@ export class TaskEngine {
       if (!ok) await this.cancelUpstream(provider, outcome.upstreamId, outcome.data ?? null, ctx);
       return;
     }
-    await this.conclude(task, outcome, provider, ctx, ignored);
+    await this.conclude(task, outcome, provider, ctx, ignored, attempts);
   }
 
   private async poll(task: TaskRow, signal: AbortSignal): Promise<void> {
@@ -195,14 +197,21 @@ export class TaskEngine {
   }
 
   private async retryOrFail(task: TaskRow, err: ProviderError, p: { attempts: number; ignored: string[] }): Promise<void> {
-    if (!err.retryable) return void (await this.fail(task, err.code, err.message, this.d.owner, p.ignored));
+    if (!err.retryable) return void (await this.finish(task, { status: 'failed', code: err.code, message: err.message, ignored: p.ignored, attempts: p.attempts }, this.d.owner));
     const delayMs = Math.min(this.backoff(p.attempts, err.opts.retryAfterMs), Math.max(0, task.deadlineAt.getTime() - Date.now()));
     this.d.log.info('task submission will be retried', { task: task.id, attempt: p.attempts, code: err.code, retryInMs: delayMs });
     await reschedule(this.d.store, task.id, this.d.owner, { delayMs, attempts: p.attempts, lastError: err.message, ignored: p.ignored });
   }
 
-  private async conclude(task: TaskRow, outcome: Exclude<ProviderOutcome, { state: 'pending' }>, provider: TaskProvider, ctx: ProviderContext, ignored: string[]): Promise<void> {
-    if (outcome.state === 'failed') return void (await this.fail(task, outcome.code, outcome.message, this.d.owner, ignored));
+  private async conclude(
+    task: TaskRow,
+    outcome: Exclude<ProviderOutcome, { state: 'pending' }>,
+    provider: TaskProvider,
+    ctx: ProviderContext,
+    ignored: string[],
+    attempts?: number,
+  ): Promise<void> {
+    if (outcome.state === 'failed') return void (await this.finish(task, { status: 'failed', code: outcome.code, message: outcome.message, ignored, ...(attempts ? { attempts } : {}) }, this.d.owner));
     const kind = this.kindOf(task);
     // Never more files than the task asked for (and paid for).
     const wanted = typeof task.request.n === 'number' ? task.request.n : outcome.outputs.length;
@@ -222,7 +231,8 @@ export class TaskEngine {
       return void (await this.fail(task, e.code, e.message, this.d.owner, ignored));
     }
     const usage = outcome.usage ?? {};
-    const done = await this.finish(task, { status: 'succeeded', results, usage, chargedMicro: kind.charge(task, { outputs: results.length, usage }), ignored }, this.d.owner);
+    const chargedMicro = kind.charge(task, { outputs: results.length, usage });
+    const done = await this.finish(task, { status: 'succeeded', results, usage, chargedMicro, ignored, ...(attempts ? { attempts } : {}) }, this.d.owner);
     if (!done) await this.discard(results);
   }
 
@@ -287,12 +297,16 @@ export class TaskEngine {
   /** Cancels an unfinished task (refund, webhook), then asks the upstream to stop. */
   async cancel(task: TaskRow): Promise<TaskRow> {
     const before = await this.finish(task, { status: 'cancelled', code: 'cancelled', message: 'the task was cancelled by its owner' }, null);
-    if (before?.upstreamId && before.backend) {
-      const backend = this.findBackend(before.model, before.backend);
-      const provider = taskProvider(before.backend.provider, before.kind, before.mode);
-      if (backend && provider) await this.cancelUpstream(provider, before.upstreamId, before.upstreamState, this.context(before, backend, AbortSignal.timeout(10_000), []));
-    }
+    if (before) await this.stopUpstream(before);
     return (await getTask(this.d.store, task.id))!;
+  }
+
+  /** Best effort: an upstream task of a task that ended without it (cancel, deadline) is cancelled upstream. */
+  private async stopUpstream(row: TaskRow): Promise<void> {
+    if (!row.upstreamId || !row.backend) return;
+    const backend = this.findBackend(row.model, row.backend);
+    const provider = taskProvider(row.backend.provider, row.kind, row.mode);
+    if (backend && provider) await this.cancelUpstream(provider, row.upstreamId, row.upstreamState, this.context(row, backend, AbortSignal.timeout(10_000), []));
   }
 
   private async cancelUpstream(provider: TaskProvider, upstreamId: string, data: Record<string, unknown> | null, ctx: ProviderContext): Promise<void> {

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { rm } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Counter } from 'prom-client';
@@ -37,13 +38,11 @@ export function tasksFeature(overrides: Partial<TaskSettings> = {}) {
       throw err;
     }));
     const s3 = options.s3 ?? s3FromEnv();
+    // Without a data folder, results live in a temporary folder for the life of the process.
+    const tempResults = s3 || options.dataDir ? undefined : join(tmpdir(), `tollgate-results-${process.pid}-${randomBytes(4).toString('hex')}`);
     const storage: ResultStorage & { route?(): Route } = s3
       ? new S3Storage(s3)
-      : new LocalStorage(
-          options.dataDir ? join(options.dataDir, 'results') : join(tmpdir(), `tollgate-results-${process.pid}-${randomBytes(4).toString('hex')}`),
-          () => options.publicBaseURL,
-          signingKey,
-        );
+      : new LocalStorage(tempResults ?? join(options.dataDir!, 'results'), () => options.publicBaseURL, signingKey);
 
     const submitted = new Counter({ name: 'tollgate_tasks_submitted_total', help: 'Tasks accepted, by kind', labelNames: ['kind'] as const, registers: [deps.registry] });
     const finished = new Counter({ name: 'tollgate_tasks_finished_total', help: 'Tasks ended, by kind and status', labelNames: ['kind', 'status'] as const, registers: [deps.registry] });
@@ -108,6 +107,7 @@ export function tasksFeature(overrides: Partial<TaskSettings> = {}) {
       async stop() {
         await Promise.all([worker.stop(settings.stopGraceMs), delivery.stop(settings.stopGraceMs)]);
         await media.close();
+        if (tempResults) await rm(tempResults, { recursive: true, force: true });
       },
     };
   };

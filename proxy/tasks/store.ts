@@ -176,9 +176,10 @@ export async function setUpstream(
   return r.rows.length > 0;
 }
 
-export type Terminal =
-  | { status: 'succeeded'; results: StoredResult[]; usage: Record<string, number>; chargedMicro: bigint; ignored?: string[] }
-  | { status: 'failed' | 'cancelled'; code: string; message: string; ignored?: string[] };
+export type Terminal = (
+  | { status: 'succeeded'; results: StoredResult[]; usage: Record<string, number>; chargedMicro: bigint }
+  | { status: 'failed' | 'cancelled'; code: string; message: string }
+) & { ignored?: string[]; attempts?: number };
 
 /**
  * Moves an unfinished task to its terminal status (in the caller's transaction), clearing the
@@ -194,7 +195,7 @@ export async function markTerminal(q: Queryable, id: string, owner: string | nul
   const ok = t.status === 'succeeded';
   await q.query(
     `UPDATE tasks SET status = $2, results = $3, usage = $4, charged_micro = $5, error_code = $6, error_message = $7,
-            ignored = COALESCE($8::jsonb, ignored), lease_owner = NULL, lease_until = NULL, webhook_secret = NULL,
+            ignored = COALESCE($8::jsonb, ignored), attempts = COALESCE($9, attempts), lease_owner = NULL, lease_until = NULL, webhook_secret = NULL,
             finished_at = now(), updated_at = now()
       WHERE id = $1`,
     [
@@ -206,6 +207,7 @@ export async function markTerminal(q: Queryable, id: string, owner: string | nul
       ok ? null : t.code,
       ok ? null : t.message,
       t.ignored ? JSON.stringify(t.ignored) : null,
+      t.attempts ?? null,
     ],
   );
   return toTask(before.rows[0]);

@@ -65,7 +65,7 @@ beforeAll(async () => {
   sim = await startSimulator();
   configDir = await mkdtemp(join(tmpdir(), 'tollgate-crash-config-'));
   // JSON is YAML: the manifests a user would write, in one file.
-  const docs = [imageRoute('img', 'openai', `${sim.url}/v1`, { model: 'gpt-image-sim' }), group('g', ['img']), apiKey('k', KEY, 'g', { account: 'acct' })];
+  const docs = [imageRoute('img', 'openai', `${sim.url}/v1`, { model: 'image-sim' }), group('g', ['img']), apiKey('k', KEY, 'g', { account: 'acct' })];
   await writeFile(join(configDir, 'manifests.yaml'), docs.map((d) => JSON.stringify(d)).join('\n---\n'));
 });
 afterAll(async () => {

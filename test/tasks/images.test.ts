@@ -87,6 +87,12 @@ for (const sc of storeCases()) {
       expect((await accountState(store, 'acct')).balance).toBe(before.balance - 40_000n); // 2K
     });
 
+    it("a ratio at a tier gets the tier's side on its longer edge", async () => {
+      const done = await c.until((await c.submit('/v1/images/generations', { model: 'img-openai', prompt: 'tall', size: '9:16', resolution: '2K' })).json.id);
+      expect(pngSize(Buffer.from(await (await fetch(done.data![0]!.url)).arrayBuffer()))).toEqual({ width: 1152, height: 2048 });
+      expect(JSON.parse(sim.recorder.find('"tall"')[0]!.body.toString())).toMatchObject({ size: '1152x2048', n: 1 });
+    });
+
     it('a signed webhook on success: the receiver verifies the signature over the raw bytes with its own HMAC', async () => {
       const rx = await startReceiver();
       try {

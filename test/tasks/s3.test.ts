@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Gateway } from '../../proxy/gateway.js';
 import type { Store } from '../../proxy/store/index.js';
 import { startSimulator, type Simulator } from '../../simulator/index.js';
-import { disposeStore, openPglite } from '../support/stores.js';
+import { disposeStore, storeCases } from '../support/stores.js';
 import { startS3Server, type S3TestServer } from './s3-server.js';
 import { C, client, grant, startTasksGateway } from './support.js';
 
@@ -20,7 +20,8 @@ describe('results in an S3-compatible bucket', () => {
     process.env.AWS_SECRET_ACCESS_KEY = CREDS.secretAccessKey;
     process.env.AWS_EC2_METADATA_DISABLED = 'true';
     s3 = await startS3Server({ bucket: 'results', ...CREDS });
-    store = await openPglite();
+    // Storage is what is tested here, not the store: the quickest one will do.
+    store = await storeCases().at(-1)!.open();
     sim = await startSimulator();
     gw = await startTasksGateway({ store, sim, options: { s3: { bucket: 'results', endpoint: s3.url, region: 'eu-west-1', prefix: 'tollgate/', forcePathStyle: true } } });
     await grant(store, 'acct', 10n * C);

@@ -46,7 +46,7 @@ export function imageRoute(name: string, provider: 'openai' | 'replicate', baseU
 /** The quickstart-like manifests of these tests: two image models on the simulator, two keys of one account. */
 export function taskResources(sim: string): object[] {
   return [
-    imageRoute('img-openai', 'openai', `${sim}/v1`, { model: 'gpt-image-sim' }),
+    imageRoute('img-openai', 'openai', `${sim}/v1`, { model: 'image-sim' }),
     imageRoute('img-replicate', 'replicate', `${sim}/v1`, { model: 'sim/flux' }),
     imageRoute('img-plain', 'openai', `${sim}/v1`, { capabilities: {}, pricing: { perImage: { '1K': '0.01' } } }),
     group('g', ['img-openai', 'img-replicate', 'img-plain']),

@@ -74,7 +74,7 @@ for (const sc of storeCases()) {
         store,
         sim,
         resources: (s) => [
-          imageRoute('img', 'openai', `${s}/v1`),
+          imageRoute('img', 'openai', `${s}/v1`, { model: 'gpt-image-1' }),
           imageRoute('img-basic', 'openai', `${s}/v1`, { capabilities: {}, pricing: { perImage: { '1K': '0.01' } } }),
           imageRoute('img-elsewhere', 'openai', `${s}/v1`),
           chatRoute('chat', `${s}/v1`),

@@ -1,4 +1,4 @@
-import type { ImageJob, LocalMedia, ProviderContext, ProviderOutcome, ProviderOutput, TaskProvider } from '../../tasks/provider.js';
+import type { ImageJob, LocalMedia, ProviderOutcome, ProviderOutput, TaskProvider } from '../../tasks/provider.js';
 import { ProviderError } from '../../tasks/provider.js';
 import { callProvider, openUrl, statusError, type ProviderResponse } from '../../tasks/provider-http.js';
 import { multipartBody, type Part } from './multipart.js';
@@ -84,16 +84,18 @@ function outcomeOf(r: ProviderResponse): ProviderOutcome {
 }
 
 /**
- * The size sent to OpenAI: pixels the client gave go as they are; a ratio (or nothing) becomes the
- * model family's size of the same orientation, since OpenAI accepts only a few sizes.
+ * The size sent upstream: pixels the client gave go as they are. A ratio (or nothing) becomes,
+ * for OpenAI's own models, which accept only a few sizes, the model family's size of that
+ * orientation; any other model behind this protocol (OpenAI-compatible image servers, the
+ * simulator) gets the pixels computed from the ratio and the tier.
  */
 export function openaiSize(model: string, job: Pick<ImageJob, 'width' | 'height' | 'sizeFrom'>): string {
-  if (job.sizeFrom === 'pixels') return `${job.width}x${job.height}`;
+  const computed = `${job.width}x${job.height}`;
+  if (job.sizeFrom === 'pixels') return computed;
   const r = job.width / job.height;
   const orientation = r > 1.2 ? 'landscape' : r < 1 / 1.2 ? 'portrait' : 'square';
   if (model.startsWith('dall-e-2')) return '1024x1024';
   if (model.startsWith('dall-e-3')) return { square: '1024x1024', landscape: '1792x1024', portrait: '1024x1792' }[orientation];
-  return { square: '1024x1024', landscape: '1536x1024', portrait: '1024x1536' }[orientation];
+  if (/^(gpt-image|chatgpt-image)/.test(model)) return { square: '1024x1024', landscape: '1536x1024', portrait: '1024x1536' }[orientation];
+  return computed;
 }
-
-export type { ProviderContext };
