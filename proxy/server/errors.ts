@@ -12,6 +12,8 @@ export type ErrorCode =
   | 'insufficient_credits'
   | 'spend_limit_reached'
   | 'client_restricted'
+  | 'forbidden'
+  | 'conflict'
   | 'model_not_found'
   | 'not_found'
   | 'method_not_allowed'
@@ -34,6 +36,8 @@ const STATUS: Record<ErrorCode, number> = {
   insufficient_credits: 402,
   spend_limit_reached: 402,
   client_restricted: 403,
+  forbidden: 403,
+  conflict: 409,
   model_not_found: 404,
   not_found: 404,
   method_not_allowed: 405,
@@ -58,6 +62,8 @@ const TYPES: Record<ErrorCode, { openai: string; anthropic: string }> = {
   insufficient_credits: { openai: 'insufficient_quota', anthropic: 'billing_error' },
   spend_limit_reached: { openai: 'insufficient_quota', anthropic: 'billing_error' },
   client_restricted: { openai: 'permission_error', anthropic: 'permission_error' },
+  forbidden: { openai: 'permission_error', anthropic: 'permission_error' },
+  conflict: { openai: 'invalid_request_error', anthropic: 'invalid_request_error' },
   model_not_found: { openai: 'invalid_request_error', anthropic: 'not_found_error' },
   not_found: { openai: 'invalid_request_error', anthropic: 'not_found_error' },
   method_not_allowed: { openai: 'invalid_request_error', anthropic: 'invalid_request_error' },

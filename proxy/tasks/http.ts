@@ -124,7 +124,7 @@ export async function cancelTaskHandler(ctx: RequestContext, rt: TasksRuntime, k
   let task = await ownTask(ctx, rt, kind);
   if (isActive(task.status)) task = await rt.engine.cancel(task);
   if (task.status !== 'cancelled') {
-    throw new GatewayError('invalid_request', `task ${task.id} has already ${task.status}; only unfinished tasks can be cancelled`, { status: 409, param: 'id' });
+    throw new GatewayError('conflict', `task ${task.id} has already ${task.status}; only unfinished tasks can be cancelled`, { param: 'id' });
   }
   sendJson(ctx.res, 200, await rt.engine.view(task));
 }

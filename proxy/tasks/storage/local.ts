@@ -73,11 +73,11 @@ export class LocalStorage implements ResultStorage {
     }
     const want = Buffer.from(await this.sign(key, expires), 'hex');
     if (!timingSafeEqual(want, Buffer.from(given, 'hex'))) {
-      throw new GatewayError('invalid_request', 'the signature of this result URL is not valid', { status: 403 });
+      throw new GatewayError('forbidden', 'the signature of this result URL is not valid');
     }
     const now = Math.floor(Date.now() / 1000);
     if (expires <= now) {
-      throw new GatewayError('invalid_request', 'this result URL has expired; GET the task again for a fresh one', { status: 403 });
+      throw new GatewayError('forbidden', 'this result URL has expired; GET the task again for a fresh one');
     }
     const path = this.pathOf(key);
     let size: number;
