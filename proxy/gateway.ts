@@ -69,7 +69,6 @@ export async function startGateway(opts: StartOptions): Promise<Gateway> {
   const adminToken = opts.adminToken ?? process.env.TOLLGATE_ADMIN_TOKEN ?? randomBytes(24).toString('base64url');
   const options: GatewayOptions = {
     publicBaseURL: '',
-    urlSigningKey: randomBytes(32).toString('hex'),
     allowLoopbackURLs: false,
     allowPrivateURLs: false,
     workerIntervalMs: 500,

@@ -10,8 +10,6 @@ export interface GatewayOptions {
   publicBaseURL: string;
   /** Where local result files and other state live (standalone). */
   dataDir?: string;
-  /** Secret for signing result URLs (HMAC); random per process when unset. */
-  urlSigningKey: string;
   /** Allow webhook and media URLs that resolve to loopback (quickstart/tests). */
   allowLoopbackURLs: boolean;
   /** Allow private, link-local and metadata addresses too (tests only). */
