@@ -12,6 +12,7 @@ const COMMANDS: Record<string, () => Promise<{ command: Command }>> = {
   simulate: () => import('./commands/simulate.js'),
   keys: () => import('./commands/keys.js'),
   crds: () => import('./commands/crds.js'),
+  operator: () => import('./commands/operator.js'),
 };
 
 const SUMMARIES: Record<string, string> = {
@@ -19,6 +20,7 @@ const SUMMARIES: Record<string, string> = {
   simulate: 'run the offline upstream simulator',
   keys: 'create API keys (prints the key once and its ApiKey manifest)',
   crds: 'print or write the CustomResourceDefinitions',
+  operator: 'run the Kubernetes operator (CRDs -> config snapshots over gRPC)',
 };
 
 function help(): string {

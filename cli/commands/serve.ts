@@ -3,7 +3,7 @@ import { FolderConfigSource } from '../../proxy/config/folder-source.js';
 import type { ConfigSource } from '../../proxy/config/source.js';
 import { defaultBilling, defaultFeatures, afterStart } from '../../proxy/features.js';
 import { startGateway } from '../../proxy/gateway.js';
-import { createLogger } from '../../proxy/server/log.js';
+import { createLogger, type Logger } from '../../proxy/server/log.js';
 import { parseFlags, portFlag, UsageError } from '../args.js';
 import type { Command } from '../main.js';
 
@@ -17,6 +17,8 @@ export const command: Command = {
   --config DIR            ModelRoute/Group/ApiKey manifests (*.yaml, watched for changes)
   --config-from URL       receive config snapshots from the operator (grpc:// or grpcs://);
                           the stream token is TOLLGATE_DISCOVERY_TOKEN
+  --discovery-ca FILE     with grpcs://: PEM CA that signed the operator's certificate
+                          (default: the system roots)
   --quickstart            examples/quickstart + the simulator on 127.0.0.1:8090 + data in .tollgate/
   --host H                listen address (default 127.0.0.1; 0.0.0.0 in a container)
   --port N                API port (default 8080)
@@ -32,6 +34,7 @@ export const command: Command = {
     const { values } = parseFlags(argv, {
       config: { type: 'string' },
       'config-from': { type: 'string' },
+      'discovery-ca': { type: 'string' },
       quickstart: { type: 'boolean' },
       host: { type: 'string' },
       port: { type: 'string' },
@@ -46,6 +49,7 @@ export const command: Command = {
     });
     const sources = [values.config, values['config-from'], values.quickstart].filter(Boolean).length;
     if (sources !== 1) throw new UsageError('give exactly one of --config DIR, --config-from grpc://HOST:PORT or --quickstart');
+    if (values['discovery-ca'] && !values['config-from']) throw new UsageError('--discovery-ca goes with --config-from grpcs://HOST:PORT');
     const bodyLimit = values['body-limit'] === undefined ? undefined : Number(values['body-limit']);
     if (bodyLimit !== undefined && !(Number.isInteger(bodyLimit) && bodyLimit > 0)) throw new UsageError('--body-limit must be a positive number of bytes');
     const port = portFlag('port', values.port, 8080);
@@ -60,8 +64,9 @@ export const command: Command = {
       log.info('simulator listening', { url: simulator.url });
     }
 
-    if (values['config-from']) throw new UsageError('--config-from needs the operator, which is not part of this build yet; use --config DIR');
-    const source: ConfigSource = new FolderConfigSource(quickstart ? QUICKSTART_DIR : values.config!, log);
+    const source: ConfigSource = values['config-from']
+      ? await grpcSource(values['config-from'], values['discovery-ca'], log)
+      : new FolderConfigSource(quickstart ? QUICKSTART_DIR : values.config!, log);
 
     const databaseUrl = values['database-url'] ?? process.env.DATABASE_URL;
     const dataDir = values.data ?? (quickstart && !databaseUrl ? '.tollgate' : undefined);
@@ -105,3 +110,13 @@ export const command: Command = {
     return 0;
   },
 };
+
+/** The operator as config source; a bad URL or CA flag is a usage error, not a crash. */
+async function grpcSource(url: string, caFile: string | undefined, log: Logger): Promise<ConfigSource> {
+  const { GrpcConfigSource } = await import('../../proxy/config/grpc-source.js');
+  try {
+    return new GrpcConfigSource({ url, caFile, token: process.env.TOLLGATE_DISCOVERY_TOKEN || undefined, log: log.child({ component: 'config' }) });
+  } catch (err) {
+    throw new UsageError(`--config-from: ${(err as Error).message}`);
+  }
+}
