@@ -2,8 +2,10 @@
  * Directives in the last user text drive failures for tests and demos:
  *   [sim:429]       answer 429 with retry-after
  *   [sim:500]       answer 500
- *   [sim:fail]      fail (chat: 500; tasks: the task fails)
+ *   [sim:fail]      fail (chat streams: the protocol's in-stream error event after some content;
+ *                   chat JSON: 500; tasks: the task fails)
  *   [sim:cut]       drop the stream midway (no terminal event, connection destroyed)
+ *   [sim:tool]      call a tool (the first given) even when tool_choice leaves it to the model
  *   [sim:slow=MS]   delay the first byte by MS
  *   [sim:tokens=N]  answer with N output words (default: a short sentence)
  */
@@ -12,13 +14,14 @@ export interface Directives {
   fail: boolean;
   cut: boolean;
   slowMs: number;
+  tool: boolean;
   tokens?: number;
 }
 
 const RE = /\[sim:([a-z0-9]+)(?:=(\d+))?\]/g;
 
 export function parseDirectives(text: string): Directives {
-  const d: Directives = { fail: false, cut: false, slowMs: 0 };
+  const d: Directives = { fail: false, cut: false, slowMs: 0, tool: false };
   if (!text.includes('[sim:')) return d;
   for (const m of text.matchAll(RE)) {
     const name = m[1];
@@ -27,6 +30,7 @@ export function parseDirectives(text: string): Directives {
     else if (name === '500') d.status = 500;
     else if (name === 'fail') d.fail = true;
     else if (name === 'cut') d.cut = true;
+    else if (name === 'tool') d.tool = true;
     else if (name === 'slow' && n !== undefined) d.slowMs = n;
     else if (name === 'tokens' && n !== undefined) d.tokens = Math.min(n, 100_000);
   }

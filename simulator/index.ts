@@ -1,5 +1,7 @@
+import { anthropicMessagesRoutes } from './anthropic-messages.js';
 import { mediaRoutes } from './media-routes.js';
 import { openaiChatRoutes } from './openai-chat.js';
+import { openaiResponsesRoutes } from './openai-responses.js';
 import { startSimulatorServer, type Simulator, type SimRoute } from './server.js';
 
 export type { Simulator, SimRoute } from './server.js';
@@ -15,7 +17,7 @@ export interface StartSimulatorOptions {
 }
 
 /** Every protocol the simulator speaks, in one list. */
-export const ROUTES: SimRoute[] = [...openaiChatRoutes, ...mediaRoutes];
+export const ROUTES: SimRoute[] = [...openaiChatRoutes, ...openaiResponsesRoutes, ...anthropicMessagesRoutes, ...mediaRoutes];
 
 export function startSimulator(opts: StartSimulatorOptions = {}): Promise<Simulator> {
   return startSimulatorServer({ ...opts, routes: ROUTES });

@@ -1,11 +1,15 @@
+import { cachePrefix, planAnswer, type ToolSpec } from './chat-plan.js';
 import { parseDirectives, sleep, type Directives } from './directives.js';
 import type { SimRequest, SimRoute } from './server.js';
-import { answerWords, contentText, countInputTokens, simId } from './text.js';
+import { SimStream } from './sim-stream.js';
+import { contentText, countInputTokens, simId } from './text.js';
 
 /**
  * OpenAI Chat Completions (POST /v1/chat/completions), JSON and SSE, as api.openai.com answers:
- * a role chunk, one chunk per word, a finish chunk, and with stream_options.include_usage a
- * final chunk with empty choices and the usage, then `data: [DONE]`.
+ * a role chunk, one chunk per word (or tool_calls chunks with streamed arguments when
+ * tool_choice requires a call, or `[sim:tool]`), a finish chunk, and with
+ * stream_options.include_usage a final chunk with empty choices and the usage, then
+ * `data: [DONE]`. `[sim:fail]` ends a stream with an error frame.
  */
 
 export function openaiError(r: SimRequest, status: number, message: string, type: string, code: string | null, headers: Record<string, string> = {}): void {
@@ -27,13 +31,25 @@ export function openaiFailure(r: SimRequest, d: Directives): boolean {
   return false;
 }
 
-function lastUserText(messages: unknown): string {
-  if (!Array.isArray(messages)) return '';
-  for (let i = messages.length - 1; i >= 0; i--) {
-    const m = messages[i] as Record<string, unknown> | undefined;
-    if (m?.role === 'user') return contentText(m.content);
-  }
+type Msg = { role?: unknown; content?: unknown };
+
+function lastUserText(messages: Msg[]): string {
+  for (let i = messages.length - 1; i >= 0; i--) if (messages[i]?.role === 'user') return contentText(messages[i]!.content);
   return '';
+}
+
+function toolsOf(body: Record<string, unknown>): ToolSpec[] {
+  if (!Array.isArray(body.tools)) return [];
+  return body.tools.flatMap((t: { type?: unknown; function?: { name?: unknown; parameters?: unknown } }) =>
+    t?.type === 'function' && typeof t.function?.name === 'string' ? [{ name: t.function.name, schema: t.function.parameters }] : [],
+  );
+}
+
+function forcedTool(choice: unknown): string | undefined {
+  if (choice === 'required') return '*';
+  const c = choice as { type?: unknown; function?: { name?: unknown } } | undefined;
+  if (c?.type === 'function' && typeof c.function?.name === 'string') return c.function.name;
+  return undefined;
 }
 
 async function chatCompletions(r: SimRequest): Promise<void> {
@@ -42,31 +58,48 @@ async function chatCompletions(r: SimRequest): Promise<void> {
     openaiError(r, 400, "Invalid request: 'model' and 'messages' are required.", 'invalid_request_error', null);
     return;
   }
-  const prompt = lastUserText(body.messages);
+  const messages = body.messages as Msg[];
+  const prompt = lastUserText(messages);
   const d = parseDirectives(prompt);
+  const stream = body.stream === true;
   await sleep(r.sim.latencyMs + d.slowMs, r.signal);
-  if (r.signal.aborted || openaiFailure(r, d)) return;
+  if (r.signal.aborted || openaiFailure(r, stream ? { ...d, fail: false } : d)) return;
 
-  const words = answerWords(prompt, d.tokens);
-  const promptTokens = countInputTokens(JSON.stringify(body.messages));
+  const plan = planAnswer({
+    prompt,
+    directives: d,
+    tools: toolsOf(body),
+    forced: forcedTool(body.tool_choice),
+    afterToolResult: messages.at(-1)?.role === 'tool',
+    reasoning: typeof body.reasoning_effort === 'string',
+  });
+  const promptTokens = countInputTokens(JSON.stringify([body.messages, body.tools ?? null]));
+  const prefix = messages.length > 1 || body.tools ? JSON.stringify([messages.slice(0, -1), body.tools ?? null]) : '';
+  const cache = cachePrefix(r.sim, prefix);
   const usage = {
     prompt_tokens: promptTokens,
-    completion_tokens: words.length,
-    total_tokens: promptTokens + words.length,
-    prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
-    completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
+    completion_tokens: plan.outputTokens,
+    total_tokens: promptTokens + plan.outputTokens,
+    prompt_tokens_details: { cached_tokens: cache.hit ? Math.min(cache.tokens, promptTokens - 1) : 0, audio_tokens: 0 },
+    completion_tokens_details: { reasoning_tokens: plan.reasoningTokens, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
   };
   const id = simId('chatcmpl-sim');
   const created = Math.floor(Date.now() / 1000);
   const model = body.model;
+  const tool = plan.tool;
+  const callId = tool ? `call_${tool.id}` : '';
+  const finish = tool ? 'tool_calls' : 'stop';
 
-  if (body.stream !== true) {
+  if (!stream) {
+    const message = tool
+      ? { role: 'assistant', content: null, tool_calls: [{ id: callId, type: 'function', function: { name: tool.name, arguments: tool.arguments } }], refusal: null, annotations: [] }
+      : { role: 'assistant', content: plan.text.join(''), refusal: null, annotations: [] };
     const out = JSON.stringify({
       id,
       object: 'chat.completion',
       created,
       model,
-      choices: [{ index: 0, message: { role: 'assistant', content: words.join(''), refusal: null, annotations: [] }, logprobs: null, finish_reason: 'stop' }],
+      choices: [{ index: 0, message, logprobs: null, finish_reason: finish }],
       usage,
       service_tier: 'default',
       system_fingerprint: null,
@@ -78,25 +111,23 @@ async function chatCompletions(r: SimRequest): Promise<void> {
 
   r.res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-request-id': simId('req_') });
   const head = `{"id":"${id}","object":"chat.completion.chunk","created":${created},"model":${JSON.stringify(model)},"service_tier":"default","system_fingerprint":null,`;
-  const chunk = (delta: string, finish: string | null) =>
-    `data: ${head}"choices":[{"index":0,"delta":${delta},"logprobs":null,"finish_reason":${finish ? `"${finish}"` : 'null'}}]}\n\n`;
-  r.res.write(chunk('{"role":"assistant","content":"","refusal":null}', null));
-  const cutAt = d.cut ? Math.max(1, Math.floor(words.length / 2)) : -1;
-  for (let i = 0; i < words.length; i++) {
-    if (r.signal.aborted) return;
-    if (i === cutAt) {
-      // Let what was written reach the client, then drop the connection without an end.
-      await sleep(20);
-      r.res.destroy();
-      return;
-    }
-    if (r.sim.chunkDelayMs > 0) await sleep(r.sim.chunkDelayMs, r.signal);
-    r.res.write(chunk(`{"content":${JSON.stringify(words[i])}}`, null));
+  const chunk = (delta: string, finishReason: string | null) =>
+    `data: ${head}"choices":[{"index":0,"delta":${delta},"logprobs":null,"finish_reason":${finishReason ? `"${finishReason}"` : 'null'}}]}\n\n`;
+  const error = `data: ${JSON.stringify({ error: { message: 'The server had an error while processing your request (simulated).', type: 'server_error', param: null, code: null } })}\n\n`;
+  const contentEvents = tool ? tool.pieces.length : plan.text.length;
+  const out = new SimStream(r, d, Math.max(1, Math.floor(contentEvents / 2)), error);
+  if (tool) {
+    const first = { role: 'assistant', content: null, tool_calls: [{ index: 0, id: callId, type: 'function', function: { name: tool.name, arguments: '' } }], refusal: null };
+    if (!(await out.send(chunk(JSON.stringify(first), null)))) return;
+    for (const p of tool.pieces) if (!(await out.send(chunk(JSON.stringify({ tool_calls: [{ index: 0, function: { arguments: p } }] }), null), true))) return;
+  } else {
+    if (!(await out.send(chunk('{"role":"assistant","content":"","refusal":null}', null)))) return;
+    for (const w of plan.text) if (!(await out.send(chunk(`{"content":${JSON.stringify(w)}}`, null), true))) return;
   }
-  let tail = chunk('{}', 'stop');
+  let tail = chunk('{}', finish);
   const opts = body.stream_options as Record<string, unknown> | undefined;
   if (opts?.include_usage === true) tail += `data: ${head}"choices":[],"usage":${JSON.stringify(usage)}}\n\n`;
-  r.res.end(`${tail}data: [DONE]\n\n`);
+  out.end(`${tail}data: [DONE]\n\n`);
 }
 
 export const openaiChatRoutes: SimRoute[] = [{ method: 'POST', path: '/v1/chat/completions', handler: chatCompletions }];

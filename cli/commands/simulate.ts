@@ -7,10 +7,19 @@ export const command: Command = {
   usage: `Usage: tollgate simulate [--port N] [--host H] [--latency MS] [--chunk-delay MS]
 
 Serves the providers' wire protocols offline with deterministic answers:
-  POST /v1/chat/completions   OpenAI Chat Completions (JSON and SSE)
+  POST /v1/chat/completions          OpenAI Chat Completions (JSON and SSE; tool calls)
+  POST /v1/responses                 OpenAI Responses (JSON and SSE; reasoning, function calls)
+  POST /v1/messages                  Anthropic Messages (JSON and SSE; thinking, tool use, caching)
+  POST /v1/messages/count_tokens     Anthropic token counting
+  POST /v1/images/generations        OpenAI Images (real PNGs)
+  POST /v1/images/edits              OpenAI image edits (multipart)
+  POST /v1/predictions               Replicate-style predictions (also /v1/models/{owner}/{name}/predictions;
+                                     GET /v1/predictions/{id}, POST /v1/predictions/{id}/cancel)
+  GET  /files/{name}                 files the simulator hands out by URL
 
-Directives in the last user message drive failures: [sim:429] [sim:500] [sim:fail] [sim:cut]
-[sim:slow=MS] [sim:tokens=N].
+Directives in the last user message (or image prompt) drive failures: [sim:429] [sim:500]
+[sim:fail] (chat streams: the protocol's in-stream error) [sim:cut] (drop the stream midway)
+[sim:slow=MS] [sim:tokens=N] [sim:tool] (call the first tool given).
 
   --port N          listen port (default 8090)
   --host H          listen address (default 127.0.0.1)
