@@ -4,11 +4,20 @@ import type { ChatProtocol } from '../billing/types.js';
 import { GatewayError } from '../server/errors.js';
 import { detectClaudeCode } from '../auth/claude-code.js';
 
-/** ccOnly groups serve Claude Code only, and only on the endpoint it uses. */
-export function checkClient(group: RuntimeGroup, req: IncomingMessage, body: Record<string, unknown>, protocol: ChatProtocol | 'count-tokens'): void {
+/** What a chat-feature request does, for the client policy. */
+export type ClientOperation = ChatProtocol | 'count-tokens' | 'models';
+
+/**
+ * ccOnly groups serve Claude Code only, and only on the endpoints it uses (/v1/messages,
+ * /v1/messages/count_tokens, /v1/models). The decision is the detector's (auth/claude-code.ts).
+ */
+export function checkClient(group: RuntimeGroup, req: IncomingMessage, body: Record<string, unknown>, op: ClientOperation): void {
   if (!group.ccOnly) return;
-  if (protocol !== 'messages' && protocol !== 'count-tokens') {
-    throw new GatewayError('client_restricted', `this key's group "${group.name}" is restricted to the Claude Code client, which uses /v1/messages only`);
+  if (op === 'chat-completions' || op === 'responses') {
+    throw new GatewayError(
+      'client_restricted',
+      `this key's group "${group.name}" is restricted to the Claude Code client, which uses /v1/messages only; use a key of a regular group for other clients`,
+    );
   }
   const verdict = detectClaudeCode(req.headers, body);
   if (!verdict.claudeCode) {

@@ -7,23 +7,12 @@ import { readJson } from '../server/body.js';
 import type { GatewayDeps } from '../server/deps.js';
 import { GatewayError } from '../server/errors.js';
 import type { RequestContext } from '../server/types.js';
-import {
-  callUpstream,
-  chatProvider,
-  commonHeaders,
-  coolDown,
-  cooldownMs,
-  credentialOf,
-  orderBackends,
-  responseHeaders,
-  UpstreamError,
-  type Provider,
-} from '../upstreams/index.js';
+import { callUpstream, chatProvider, coolDown, cooldownMs, orderBackends, responseHeaders, UpstreamError, type Provider } from '../upstreams/index.js';
 import type { CompiledBackend } from '../upstreams/types.js';
-import { rewriteBody } from './body.js';
 import { checkClient } from './client-policy.js';
 import { relayStream } from './relay.js';
 import { decideStream } from './stream-mode.js';
+import { upstreamRequest } from './upstream-request.js';
 
 /**
  * One chat request, any of the three protocols, passed through to a backend that speaks it:
@@ -114,19 +103,15 @@ async function forward(
     const { backend, provider } = candidates[i]!;
     const isLast = i === candidates.length - 1;
     outcome.upstreamModel = backend.model;
-    const headers = commonHeaders(ctx.requestId, stream);
-    provider.headers(backend, ctx.req.headers, credentialOf(backend), headers);
-    if (backend.headers) Object.assign(headers, backend.headers);
-    const body = rewriteBody(raw, {
-      model: backend.model,
-      forceStream: stream && explicitStream === undefined,
+    const call = upstreamRequest(ctx, backend, provider, adapter.protocol, raw, json, {
+      on: stream,
+      force: stream && explicitStream === undefined,
       includeUsage: stream && adapter.protocol === 'chat-completions',
-      json,
     });
 
     let resp: Dispatcher.ResponseData;
     try {
-      resp = await callUpstream({ backend, path: provider.path(backend, adapter.protocol), headers, body, signal: upstreamSignal });
+      resp = await callUpstream({ backend, ...call, signal: upstreamSignal });
     } catch (err) {
       const e = err as UpstreamError;
       if (e.kind === 'aborted') {
@@ -152,7 +137,8 @@ async function forward(
       const bytes = Buffer.from(await resp.body.arrayBuffer());
       outcome.status = 'upstream_error';
       outcome.httpStatus = status;
-      ctx.res.writeHead(status, responseHeaders(resp.headers));
+      await settleNow(charge, outcome, ctx);
+      ctx.res.writeHead(status, { ...responseHeaders(resp.headers), 'content-length': String(bytes.length) });
       ctx.res.end(bytes);
       return;
     }
@@ -207,6 +193,14 @@ async function forward(
     if (result.clientGone) {
       outcome.status = 'cancelled';
       outcome.httpStatus = 499;
+      return;
+    }
+    if (tap.failed) {
+      // The upstream's own in-stream error event ends the stream; it is passed on as it came.
+      outcome.status = 'upstream_error';
+      await settleNow(charge, outcome, ctx);
+      for (const b of result.held) ctx.res.write(b);
+      ctx.res.end();
       return;
     }
     if (result.error !== undefined || !tap.terminal) {

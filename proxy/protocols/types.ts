@@ -26,6 +26,8 @@ export interface StreamTap {
   final: boolean;
   /** The protocol's terminal event was seen ([DONE], message_stop, response.completed...). */
   terminal: boolean;
+  /** The terminal event was the protocol's own error (error frame, `error`, response.failed). */
+  failed: boolean;
   /** Bytes of output text, tool arguments and reasoning delivered so far. */
   textBytes: number;
 }

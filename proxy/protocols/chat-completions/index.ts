@@ -34,11 +34,18 @@ class ChatTap implements StreamTap {
   usage: Usage | null = null;
   final = false;
   terminal = false;
+  failed = false;
   textBytes = 0;
 
   event(_event: string, data: string): void {
     if (data.charCodeAt(0) === 91 /* [ */ && data === '[DONE]') {
       this.terminal = true;
+      return;
+    }
+    // OpenAI's in-stream error frame: {"error": {...}} (no [DONE] follows).
+    if (/^\{\s*"error"/.test(data) && parseObject(data)?.error) {
+      this.terminal = true;
+      this.failed = true;
       return;
     }
     if (hasObjectField(data, '"usage"')) {

@@ -41,6 +41,7 @@ class MessagesTap implements StreamTap {
   usage: Usage | null = null;
   final = false;
   terminal = false;
+  failed = false;
   textBytes = 0;
 
   event(event: string, data: string): void {
@@ -60,8 +61,11 @@ class MessagesTap implements StreamTap {
         return;
       }
       case 'message_stop':
+        this.terminal = true;
+        return;
       case 'error':
         this.terminal = true;
+        this.failed = true;
         return;
       default:
     }

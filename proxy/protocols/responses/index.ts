@@ -42,6 +42,7 @@ class ResponsesTap implements StreamTap {
   usage: Usage | null = null;
   final = false;
   terminal = false;
+  failed = false;
   textBytes = 0;
 
   event(event: string, data: string): void {
@@ -52,12 +53,16 @@ class ResponsesTap implements StreamTap {
     }
     if (TERMINAL.has(type)) {
       this.terminal = true;
+      this.failed = type === 'response.failed';
       const u = usageFromResponses(obj(parseObject(data)?.response)?.usage);
       if (u) {
         this.usage = u;
         this.final = true;
       }
-    } else if (type === 'error') this.terminal = true;
+    } else if (type === 'error') {
+      this.terminal = true;
+      this.failed = true;
+    }
   }
 }
 

@@ -1,0 +1,33 @@
+import type { RequestContext } from '../server/types.js';
+import { commonHeaders, credentialOf, type Operation, type Provider } from '../upstreams/index.js';
+import type { CompiledBackend } from '../upstreams/types.js';
+import { rewriteBody } from './body.js';
+
+export interface UpstreamRequest {
+  path: string;
+  headers: Record<string, string>;
+  body: Buffer;
+}
+
+/**
+ * The upstream request of a passthrough: the provider's path (with Anthropic's `?beta=true` kept,
+ * as Claude Code sends it), allow-listed headers plus the provider's auth and the backend's own
+ * headers, and the client's body with only `model` (and the stream members) spliced.
+ */
+export function upstreamRequest(
+  ctx: RequestContext,
+  backend: CompiledBackend,
+  provider: Provider,
+  op: Operation,
+  raw: Buffer,
+  json: Record<string, unknown>,
+  stream: { on: boolean; force: boolean; includeUsage: boolean },
+): UpstreamRequest {
+  const headers = commonHeaders(ctx.requestId, stream.on);
+  provider.headers(backend, ctx.req.headers, credentialOf(backend), headers);
+  if (backend.headers) Object.assign(headers, backend.headers);
+  let path = provider.path(backend, op);
+  if ((op === 'messages' || op === 'count-tokens') && ctx.query.get('beta') === 'true') path += '?beta=true';
+  const body = rewriteBody(raw, { model: backend.model, forceStream: stream.force, includeUsage: stream.includeUsage, json });
+  return { path, headers, body };
+}
