@@ -1,3 +1,7 @@
+import { MICRO } from '../api/snapshot/money.js';
+import { billingFeature } from './billing/feature.js';
+import { meteredBilling } from './billing/engine.js';
+import { credit } from './billing/ledger.js';
 import { chatFeature } from './chat/feature.js';
 import { tasksFeature } from './tasks/feature.js';
 import type { FeatureFactory, Gateway } from './gateway.js';
@@ -8,18 +12,22 @@ import type { GatewayDeps } from './server/deps.js';
  * What `tollgate serve` mounts. Each feature is a folder that contributes routes (and, later,
  * background workers); this list is the one place they are put together.
  */
-export const defaultFeatures: FeatureFactory[] = [chatFeature, tasksFeature()];
+export const defaultFeatures: FeatureFactory[] = [chatFeature, tasksFeature(), billingFeature];
 
-/**
- * Until the credit ledger lands, chat calls are served without holds or charges. Kept here,
- * not in billing/, so nothing mistakes it for accounting.
- */
-export function defaultBilling(_deps: Omit<GatewayDeps, 'billing'>): Billing {
-  return {
-    holdChat: async () => ({ heldMicro: 0n, settle: async () => {} }),
-    close: async () => {},
-  };
+/** Chat is metered: leases, holds and group-committed captures (proxy/billing/engine.ts). */
+export function defaultBilling(deps: Omit<GatewayDeps, 'billing'>): Billing {
+  return meteredBilling(deps);
 }
 
+/** The quickstart's demo account starts with this many credits, granted once per database. */
+export const QUICKSTART_GRANT_CREDITS = 1000n;
+
 /** One-time set-up after the servers listen (quickstart fixtures). */
-export async function afterStart(_gateway: Gateway, _opts: { quickstart: boolean }): Promise<void> {}
+export async function afterStart(gateway: Gateway, opts: { quickstart: boolean }): Promise<void> {
+  if (!opts.quickstart) return;
+  // A fixed operation id: restarting the quickstart does not grant again.
+  const granted = await gateway.deps.store.tx((q) =>
+    credit(q, { account: 'demo', operationId: 'quickstart:demo:initial-grant', amount: QUICKSTART_GRANT_CREDITS * MICRO, meta: { via: 'quickstart' } }),
+  );
+  if (granted) gateway.deps.log.info('quickstart: granted credits', { account: 'demo', credits: QUICKSTART_GRANT_CREDITS.toString() });
+}

@@ -1,4 +1,5 @@
 import type { Queryable } from '../store/index.js';
+import { fromMicro } from '../../api/snapshot/money.js';
 import { GatewayError } from '../server/errors.js';
 
 /**
@@ -27,6 +28,8 @@ export interface HoldInput {
   purpose?: 'request' | 'lease' | 'task';
   /** The replica that owns the hold (leases); the sweeper releases a dead owner's holds. */
   owner?: string;
+  /** sha256 of the key it is for: its captures count as that key's spend (spendLimit). */
+  keyHash?: string;
   meta?: Record<string, unknown>;
 }
 
@@ -41,6 +44,12 @@ export class InsufficientCreditsError extends GatewayError {
     readonly needed: bigint,
   ) {
     super('insufficient_credits', 'insufficient credits: the account cannot cover this request (see GET /v1/credits)');
+  }
+}
+
+export class SpendLimitError extends GatewayError {
+  constructor(readonly limit: bigint) {
+    super('spend_limit_reached', `this key has reached its spend limit of ${fromMicro(limit)} credits (see GET /v1/credits)`);
   }
 }
 
@@ -90,21 +99,88 @@ export async function hold(q: Queryable, h: HoldInput): Promise<boolean> {
     json(h.meta),
   ]);
   await q.query(
-    'INSERT INTO holds (hold_id, account, amount, remaining, expires_at, purpose, owner, meta) VALUES ($1, $2, $3, $3, $4, $5, $6, $7)',
-    [h.holdId, h.account, h.amount.toString(), h.expiresAt.toISOString(), h.purpose ?? 'request', h.owner ?? null, json(h.meta)],
+    'INSERT INTO holds (hold_id, account, amount, remaining, expires_at, purpose, owner, key_hash, meta) VALUES ($1, $2, $3, $3, $4, $5, $6, $7, $8)',
+    [h.holdId, h.account, h.amount.toString(), h.expiresAt.toISOString(), h.purpose ?? 'request', h.owner ?? null, h.keyHash ?? null, json(h.meta)],
   );
   return true;
+}
+
+/**
+ * Grows an open hold (a lease's top-up) by `amount`, under the same atomic check as hold(). The
+ * row is a 'hold' row pointing at the hold it grows (hold_id). Returns false when this top-up
+ * was already applied and null when the hold is gone (the sweeper released it); throws
+ * InsufficientCreditsError when the account cannot cover it.
+ */
+export async function extendHold(q: Queryable, e: { holdId: string; operationId: string; amount: bigint; expiresAt: Date }): Promise<boolean | null> {
+  if (e.amount <= 0n) throw new RangeError('a top-up must be positive');
+  const h = await lockHold(q, e.holdId);
+  if (!h) return null;
+  const seen = await q.query("SELECT 1 FROM ledger WHERE operation_id = $1 AND kind = 'hold'", [e.operationId]);
+  if (seen.rows.length > 0) return false;
+  const ok = await q.query(
+    'UPDATE accounts SET held = held + $2, updated_at = now() WHERE account = $1 AND balance - held >= $2 RETURNING account',
+    [h.account, e.amount.toString()],
+  );
+  if (ok.rows.length === 0) throw new InsufficientCreditsError(h.account, e.amount);
+  await q.query(`INSERT INTO ledger (account, operation_id, kind, delta_held, hold_id) VALUES ($1, $2, 'hold', $3, $4)`, [
+    h.account,
+    e.operationId,
+    e.amount.toString(),
+    e.holdId,
+  ]);
+  await q.query('UPDATE holds SET amount = amount + $2, remaining = remaining + $2, expires_at = GREATEST(expires_at, $3::timestamptz) WHERE hold_id = $1', [
+    e.holdId,
+    e.amount.toString(),
+    e.expiresAt.toISOString(),
+  ]);
+  return true;
+}
+
+/**
+ * Refuses (SpendLimitError) when the key's captured spend plus its open holds plus `amount`
+ * would pass `limit`. Run it in the transaction that then holds, after locking the key's
+ * spend row, so two submissions of one key cannot both pass.
+ */
+export async function checkKeySpend(q: Queryable, keyHash: string, amount: bigint, limit: bigint): Promise<void> {
+  await q.query('INSERT INTO key_spend (key_hash) VALUES ($1) ON CONFLICT (key_hash) DO NOTHING', [keyHash]);
+  const r = await q.query<{ spent: unknown; open: unknown }>(
+    `SELECT s.spent, (SELECT COALESCE(SUM(remaining), 0) FROM holds WHERE key_hash = $1) AS open FROM key_spend s WHERE s.key_hash = $1 FOR UPDATE`,
+    [keyHash],
+  );
+  const row = r.rows[0];
+  if (big(row?.spent) + big(row?.open) + amount > limit) throw new SpendLimitError(limit);
+}
+
+/** The key's captured spend (micro-credits). */
+export async function keySpent(q: Queryable, keyHash: string): Promise<bigint> {
+  const r = await q.query<{ spent: unknown }>('SELECT spent FROM key_spend WHERE key_hash = $1', [keyHash]);
+  return big(r.rows[0]?.spent);
 }
 
 interface OpenHold {
   account: string;
   remaining: bigint;
+  keyHash: string | null;
 }
 
 async function lockHold(q: Queryable, holdId: string): Promise<OpenHold | undefined> {
-  const r = await q.query<{ account: string; remaining: unknown }>('SELECT account, remaining FROM holds WHERE hold_id = $1 FOR UPDATE', [holdId]);
+  const r = await q.query<{ account: string; remaining: unknown; key_hash: string | null }>(
+    'SELECT account, remaining, key_hash FROM holds WHERE hold_id = $1 FOR UPDATE',
+    [holdId],
+  );
   const row = r.rows[0];
-  return row ? { account: row.account, remaining: big(row.remaining) } : undefined;
+  return row ? { account: row.account, remaining: big(row.remaining), keyHash: row.key_hash } : undefined;
+}
+
+/** Adds captured credits to keys' spend (one statement for many keys). */
+export async function addKeySpend(q: Queryable, spend: Map<string, bigint>): Promise<void> {
+  const keys = [...spend.entries()].filter(([, v]) => v !== 0n);
+  if (keys.length === 0) return;
+  const values = keys.map((_, i) => `($${2 * i + 1}, $${2 * i + 2}::bigint)`).join(', ');
+  await q.query(
+    `INSERT INTO key_spend (key_hash, spent) VALUES ${values} ON CONFLICT (key_hash) DO UPDATE SET spent = key_spend.spent + EXCLUDED.spent, updated_at = now()`,
+    keys.flatMap(([k, v]) => [k, v.toString()]),
+  );
 }
 
 /**
@@ -135,6 +211,7 @@ export async function capture(
   ]);
   if (close) await q.query('DELETE FROM holds WHERE hold_id = $1', [c.holdId]);
   else await q.query('UPDATE holds SET remaining = remaining - $2 WHERE hold_id = $1', [c.holdId, settles.toString()]);
+  if (h.keyHash) await addKeySpend(q, new Map([[h.keyHash, c.amount]]));
   const released = close ? (h.remaining > c.amount ? h.remaining - c.amount : 0n) : 0n;
   return { captured: c.amount, released };
 }
@@ -186,7 +263,7 @@ export async function verifyLedger(q: Queryable): Promise<string[]> {
   const closed = await q.query<{ hold_id: string; s: unknown }>(
     `SELECT l.operation_id AS hold_id, SUM(x.delta_held) AS s
        FROM ledger l JOIN ledger x ON (x.operation_id = l.operation_id AND x.kind = 'hold') OR x.hold_id = l.operation_id
-      WHERE l.kind = 'hold' AND NOT EXISTS (SELECT 1 FROM holds h WHERE h.hold_id = l.operation_id)
+      WHERE l.kind = 'hold' AND l.hold_id IS NULL AND NOT EXISTS (SELECT 1 FROM holds h WHERE h.hold_id = l.operation_id)
       GROUP BY l.operation_id`,
   );
   for (const h of closed.rows) {

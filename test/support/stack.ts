@@ -1,4 +1,6 @@
 import { compile, type RawResource } from '../../api/snapshot/index.js';
+import { MICRO } from '../../api/snapshot/money.js';
+import { credit } from '../../proxy/billing/ledger.js';
 import { StaticConfigSource } from '../../proxy/config/folder-source.js';
 import { defaultBilling, defaultFeatures } from '../../proxy/features.js';
 import { startGateway, type Gateway, type StartOptions } from '../../proxy/gateway.js';
@@ -11,8 +13,20 @@ export interface Stack {
   source: StaticConfigSource;
   /** Compiles and swaps in new resources (their compile errors throw). */
   apply(resources: object[]): void;
+  /** Grants micro-credits to an account (an idempotent ledger row). */
+  grant(account: string, micro: bigint, operationId?: string): Promise<void>;
   close(): Promise<void>;
 }
+
+export interface StackOptions extends Partial<StartOptions> {
+  /**
+   * Chat is metered (the real ledger) unless `billing` says otherwise; every account named by an
+   * ApiKey in the resources starts with this many micro-credits (default 1000 credits; 0n: none).
+   */
+  credits?: bigint;
+}
+
+let grants = 0;
 
 export function compileOrThrow(resources: object[]) {
   const { config, errors } = compile(resources.map((object): RawResource => ({ object })));
@@ -24,9 +38,11 @@ export function compileOrThrow(resources: object[]) {
  * The simulator and a gateway in this process, on ephemeral loopback ports. `resources` gets the
  * simulator's URL so routes can point at it.
  */
-export async function startStack(resources: (simUrl: string) => object[], opts: Partial<StartOptions> = {}): Promise<Stack> {
+export async function startStack(resources: (simUrl: string) => object[], opts: StackOptions = {}): Promise<Stack> {
+  const { credits = 1000n * MICRO, ...start } = opts;
   const sim = await startSimulator();
-  const source = new StaticConfigSource(compileOrThrow(resources(sim.url)));
+  const manifests = resources(sim.url);
+  const source = new StaticConfigSource(compileOrThrow(manifests));
   const gw = await startGateway({
     source,
     port: 0,
@@ -35,13 +51,21 @@ export async function startStack(resources: (simUrl: string) => object[], opts: 
     log: createLogger({}, 'silent'),
     billing: defaultBilling,
     features: defaultFeatures,
-    ...opts,
+    ...start,
   });
+  const grant = async (account: string, micro: bigint, operationId = `test-grant-${process.pid}-${++grants}`) => {
+    await gw.deps.store.tx((q) => credit(q, { account, operationId, amount: micro }));
+  };
+  if (credits > 0n) {
+    const accounts = new Set(manifests.flatMap((m) => ((m as { kind?: string }).kind === 'ApiKey' ? [(m as { spec: { account: string } }).spec.account] : [])));
+    for (const a of accounts) await grant(a, credits);
+  }
   return {
     gw,
     sim,
     source,
     apply: (r) => source.set(compileOrThrow(r)),
+    grant,
     close: async () => {
       await gw.close();
       await sim.close();

@@ -1,0 +1,350 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { GatewayError } from '../server/errors.js';
+import type { Logger } from '../server/log.js';
+import type { Queryable, Store } from '../store/index.js';
+import { writeCaptures, type CaptureItem } from './commit.js';
+import { extendHold, hold, InsufficientCreditsError, release, SpendLimitError } from './ledger.js';
+import { chatCost, chatHold } from './pricing.js';
+import { billingSettings, type BillingSettings } from './settings.js';
+import { sweepExpiredHolds } from './sweeper.js';
+import type { Billing, ChatCharge, ChatQuote, ChatSettlement } from './types.js';
+
+/**
+ * Metered chat billing, shaped like telecom online charging. A replica leases a slice of an
+ * account's credits in one store transaction (a 'lease' hold it owns), admits requests against
+ * it in memory (the check and the reservation are one synchronous step, so concurrency cannot
+ * overspend), tops the lease up when a request does not fit, and hands it back when idle or at
+ * shutdown. Settled requests are written in group commits (one transaction for every capture
+ * and usage record that queued while the previous one ran) and settle() resolves only once its
+ * capture is durable, so the chat handler sends a stream's last event after the charge. A
+ * replica that dies leaves its lease behind: its deadline stops moving and the sweeper, which
+ * every replica runs, releases it.
+ */
+
+interface AccountLease {
+  account: string;
+  /** The open lease hold, if any. */
+  leaseId: string | undefined;
+  generation: number;
+  topups: number;
+  /** What the lease has left once every capture settled so far is written. */
+  remaining: bigint;
+  /** Holds of requests in flight. */
+  reserved: bigint;
+  inflight: number;
+  /** Captures queued or being written for this account. */
+  writing: number;
+  lastUsed: number;
+  /** Top-ups and hand-backs of one account run one at a time. */
+  chain: Promise<unknown>;
+}
+
+/** Spend of a key with a spendLimit, as this replica sees it. */
+interface KeySpendState {
+  /** Captured spend and open task holds, as last read or written by this replica. */
+  stored: bigint;
+  /** Settled here, not yet written. */
+  unflushed: bigint;
+  reserved: bigint;
+  loaded: Promise<void>;
+}
+
+interface Queued {
+  item: CaptureItem;
+  resolve(): void;
+  reject(err: Error): void;
+}
+
+const big = (v: unknown): bigint => (v === null || v === undefined ? 0n : BigInt(v as string | number | bigint));
+
+export class BillingEngine implements Billing {
+  readonly replica = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+  private readonly accounts = new Map<string, AccountLease>();
+  private readonly keys = new Map<string, KeySpendState>();
+  private queue: Queued[] = [];
+  private flushing: Promise<void> | undefined;
+  private readonly timers: NodeJS.Timeout[] = [];
+  private closing: Promise<void> | undefined;
+
+  constructor(
+    private readonly store: Store,
+    private readonly log: Logger,
+    readonly settings: BillingSettings = billingSettings(),
+  ) {
+    const every = (ms: number, fn: () => Promise<unknown>, what: string) => {
+      const t = setInterval(() => void fn().catch((err: Error) => this.log.error(`billing ${what} failed`, { error: err.message })), ms);
+      t.unref();
+      this.timers.push(t);
+    };
+    every(Math.max(50, Math.min(settings.leaseMs / 3, settings.idleMs / 2)), () => this.tick(), 'lease upkeep');
+    every(settings.sweepIntervalMs, () => this.sweep(), 'sweeper');
+    // At start too: a restart on the same database resolves what the previous process left.
+    void this.sweep().catch((err: Error) => this.log.error('billing sweeper failed', { error: err.message }));
+  }
+
+  async holdChat(quote: ChatQuote): Promise<ChatCharge> {
+    if (this.closing) throw new GatewayError('not_ready', 'the gateway is shutting down; retry on another replica');
+    const amount = chatHold(quote.prices, quote.estimatedInputTokens, quote.maxOutputTokens);
+    const limit = quote.spendLimitMicro;
+    const key = limit !== undefined ? this.keyState(quote.keyHash) : undefined;
+    if (key) await key.loaded;
+    const acct = this.account(quote.account);
+    acct.inflight++; // keeps the lease from being handed back while this request waits
+    try {
+      if (key && key.stored + key.unflushed + key.reserved + amount > limit!) throw new SpendLimitError(limit!);
+      while (amount > 0n && acct.remaining - acct.reserved < amount) await this.topUp(acct, amount);
+      // From the checks to the reservation nothing awaits: concurrent requests see each other.
+      if (key && key.stored + key.unflushed + key.reserved + amount > limit!) throw new SpendLimitError(limit!);
+    } catch (err) {
+      acct.inflight--;
+      throw err;
+    }
+    acct.reserved += amount;
+    acct.lastUsed = Date.now();
+    if (key) key.reserved += amount;
+    const operationId = `chat:${randomBytes(12).toString('hex')}`;
+    let settled: Promise<void> | undefined;
+    return {
+      heldMicro: amount,
+      settle: (outcome) => (settled ??= this.settle(quote, amount, operationId, acct, key, outcome)),
+    };
+  }
+
+  private async settle(quote: ChatQuote, amount: bigint, operationId: string, acct: AccountLease, key: KeySpendState | undefined, o: ChatSettlement): Promise<void> {
+    const cost = o.usage ? chatCost(quote.prices, o.usage) : 0n;
+    acct.reserved -= amount;
+    acct.inflight--;
+    acct.lastUsed = Date.now();
+    acct.remaining -= acct.remaining < cost ? acct.remaining : cost;
+    if (key) {
+      key.reserved -= amount;
+      key.unflushed += cost;
+    }
+    const usage = o.usage ?? { inputTokens: 0, cachedInputTokens: 0, cacheWriteTokens: 0, outputTokens: 0, reasoningTokens: 0 };
+    acct.writing++;
+    try {
+      await this.enqueue({
+        operationId,
+        leaseId: acct.leaseId,
+        record: {
+          requestId: quote.requestId,
+          keyName: quote.keyName,
+          keyHash: quote.keyHash,
+          account: quote.account,
+          group: quote.group,
+          model: quote.model,
+          upstreamModel: o.upstreamModel,
+          protocol: quote.protocol,
+          usage,
+          credits: cost,
+          usageSource: o.usage ? o.usageSource : 'estimated',
+          status: o.status,
+          httpStatus: o.httpStatus,
+          latencyMs: o.latencyMs,
+          ...(o.ttftMs !== undefined ? { ttftMs: o.ttftMs } : {}),
+        },
+      });
+      if (key) {
+        key.unflushed -= cost;
+        key.stored += cost;
+      }
+    } finally {
+      acct.writing--;
+    }
+  }
+
+  /** Flushes pending captures and hands every lease back. New requests are refused meanwhile. */
+  close(): Promise<void> {
+    return (this.closing ??= (async () => {
+      for (const t of this.timers) clearInterval(t);
+      while (this.flushing || this.queue.length) {
+        this.kick();
+        await this.flushing;
+      }
+      for (const acct of this.accounts.values()) await this.serial(acct, () => this.handBack(acct));
+    })());
+  }
+
+  /** Runs the sweeper once now (tests and the admin API use it; the timer runs it periodically). */
+  async sweep(): Promise<number> {
+    const n = await sweepExpiredHolds(this.store);
+    if (n > 0) this.log.info('released expired holds', { count: n });
+    return n;
+  }
+
+  private account(account: string): AccountLease {
+    let a = this.accounts.get(account);
+    if (!a) {
+      a = { account, leaseId: undefined, generation: 0, topups: 0, remaining: 0n, reserved: 0n, inflight: 0, writing: 0, lastUsed: Date.now(), chain: Promise.resolve() };
+      this.accounts.set(account, a);
+    }
+    return a;
+  }
+
+  private keyState(keyHash: string): KeySpendState {
+    let k = this.keys.get(keyHash);
+    if (!k) {
+      const state: KeySpendState = { stored: 0n, unflushed: 0n, reserved: 0n, loaded: Promise.resolve() };
+      state.loaded = this.readKeySpend(this.store, keyHash).then(
+        (v) => {
+          state.stored = v;
+        },
+        (err: Error) => {
+          this.keys.delete(keyHash);
+          throw err;
+        },
+      );
+      this.keys.set(keyHash, (k = state));
+    }
+    return k;
+  }
+
+  /** Captured spend plus open holds of the key (tasks in progress). */
+  private async readKeySpend(q: Queryable, keyHash: string): Promise<bigint> {
+    const r = await q.query<{ spent: unknown; open: unknown }>(
+      `SELECT (SELECT spent FROM key_spend WHERE key_hash = $1) AS spent, (SELECT COALESCE(SUM(remaining), 0) FROM holds WHERE key_hash = $1) AS open`,
+      [keyHash],
+    );
+    return big(r.rows[0]?.spent) + big(r.rows[0]?.open);
+  }
+
+  private serial<T>(acct: AccountLease, fn: () => Promise<T>): Promise<T> {
+    const run = acct.chain.then(fn, fn);
+    acct.chain = run.catch(() => {});
+    return run;
+  }
+
+  /**
+   * Grows this replica's lease on the account so that `amount` fits: what is missing plus a
+   * slice (sliceFactor x amount, but at most half of what the account has left, so sibling
+   * replicas are not starved). Throws InsufficientCreditsError when the account cannot cover
+   * even what is missing.
+   */
+  private topUp(acct: AccountLease, amount: bigint): Promise<void> {
+    return this.serial(acct, async () => {
+      const shortfall = amount - (acct.remaining - acct.reserved);
+      if (shortfall <= 0n) return;
+      const expiresAt = new Date(Date.now() + this.settings.leaseMs);
+      const out = await this.store.tx(async (q) => {
+        // Locks in the ledger's order, hold before account, so a concurrent commit cannot deadlock with this.
+        if (acct.leaseId) await q.query('SELECT 1 FROM holds WHERE hold_id = $1 FOR UPDATE', [acct.leaseId]);
+        const r = await q.query<{ free: unknown }>('SELECT balance - held AS free FROM accounts WHERE account = $1 FOR UPDATE', [acct.account]);
+        const free = big(r.rows[0]?.free);
+        if (free < shortfall) throw new InsufficientCreditsError(acct.account, amount);
+        const slice = amount * this.settings.sliceFactor;
+        const spare = (free - shortfall) / 2n;
+        const take = shortfall + (slice < spare ? slice : spare);
+        if (acct.leaseId) {
+          const n = acct.topups + 1;
+          const grown = await extendHold(q, { holdId: acct.leaseId, operationId: `${acct.leaseId}:topup:${n}`, amount: take, expiresAt });
+          if (grown !== null) return { take, leaseId: acct.leaseId, topups: n, lost: false };
+        }
+        const leaseId = `lease:${this.replica}:${acct.account}:${acct.generation + 1}`;
+        await hold(q, { account: acct.account, holdId: leaseId, amount: take, expiresAt, purpose: 'lease', owner: this.replica });
+        return { take, leaseId, topups: 0, lost: acct.leaseId !== undefined };
+      });
+      if (out.leaseId !== acct.leaseId) {
+        // A new lease: the old one (if any) was released by the sweeper and has nothing left.
+        if (out.lost) this.log.warn('billing lease was released while in use; a new one was taken', { account: acct.account });
+        acct.generation++;
+        acct.leaseId = out.leaseId;
+        acct.remaining = 0n;
+      }
+      acct.topups = out.topups;
+      acct.remaining += out.take;
+    });
+  }
+
+  /** Releases the account's lease (everything it has left goes back to the account). */
+  private async handBack(acct: AccountLease): Promise<void> {
+    const leaseId = acct.leaseId;
+    if (!leaseId) return;
+    await this.store.tx((q) => release(q, { holdId: leaseId, meta: { reason: this.closing ? 'shutdown' : 'idle' } }));
+    if (acct.leaseId === leaseId) {
+      acct.leaseId = undefined;
+      acct.remaining = 0n;
+    }
+  }
+
+  /** Keeps live leases from expiring, notices leases the sweeper took, hands back idle ones, refreshes key spend. */
+  private async tick(): Promise<void> {
+    const live = await this.store.query<{ hold_id: string }>(
+      `UPDATE holds SET expires_at = $2 WHERE owner = $1 AND purpose = 'lease' RETURNING hold_id`,
+      [this.replica, new Date(Date.now() + this.settings.leaseMs).toISOString()],
+    );
+    const ids = new Set(live.rows.map((r) => r.hold_id));
+    const now = Date.now();
+    for (const acct of [...this.accounts.values()]) {
+      if (acct.leaseId && !ids.has(acct.leaseId) && acct.writing === 0) {
+        await this.serial(acct, async () => {
+          const open = await this.store.query('SELECT 1 FROM holds WHERE hold_id = $1', [acct.leaseId]);
+          if (open.rows.length === 0) {
+            acct.leaseId = undefined;
+            acct.remaining = 0n;
+          }
+        });
+      }
+      if (acct.inflight === 0 && acct.writing === 0 && now - acct.lastUsed >= this.settings.idleMs) {
+        await this.serial(acct, async () => {
+          if (acct.inflight !== 0 || acct.writing !== 0) return;
+          await this.handBack(acct);
+          if (acct.inflight === 0 && acct.writing === 0 && !acct.leaseId) this.accounts.delete(acct.account);
+        });
+      }
+    }
+    if (!this.flushing) {
+      for (const [hash, k] of this.keys) {
+        if (k.reserved === 0n && k.unflushed === 0n) k.stored = await this.readKeySpend(this.store, hash);
+      }
+    }
+  }
+
+  private enqueue(item: CaptureItem): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ item, resolve, reject });
+      this.kick();
+    });
+  }
+
+  /** One writer at a time; whatever queues while it writes goes in the next commit. */
+  private kick(): void {
+    if (this.flushing || this.queue.length === 0) return;
+    this.flushing = this.drainQueue().finally(() => {
+      this.flushing = undefined;
+      this.kick();
+    });
+  }
+
+  private async drainQueue(): Promise<void> {
+    while (this.queue.length) {
+      const batch = this.queue.splice(0, this.settings.maxBatch);
+      try {
+        await this.write(batch.map((b) => b.item));
+        for (const b of batch) b.resolve();
+      } catch (err) {
+        this.log.error('billing group commit failed', { captures: batch.length, error: (err as Error).message });
+        for (const b of batch) b.reject(err as Error);
+      }
+    }
+  }
+
+  /** A failed commit is retried with the same operation ids, so a commit that did land is not applied twice. */
+  private async write(items: CaptureItem[]): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const { lostLeases } = await this.store.tx((q) => writeCaptures(q, items));
+        if (lostLeases.size) this.log.warn('captures written after their lease was released', { leases: lostLeases.size });
+        return;
+      } catch (err) {
+        if (attempt >= 3) throw err;
+        await new Promise((r) => setTimeout(r, 50 * 4 ** attempt));
+      }
+    }
+  }
+}
+
+/** What `tollgate serve` meters chat with. */
+export function meteredBilling(deps: { store: Store; log: Logger }, settings?: Partial<BillingSettings>): BillingEngine {
+  return new BillingEngine(deps.store, deps.log, billingSettings(process.env, settings));
+}

@@ -1,0 +1,40 @@
+/** Tunables of metered billing; defaults, then environment (TOLLGATE_BILLING_*), then code. */
+export interface BillingSettings {
+  /** A lease's deadline; a live replica renews it every third of this. The sweeper releases a lease past it. */
+  leaseMs: number;
+  /** A lease unused this long is handed back to the account. */
+  idleMs: number;
+  /** How often each replica runs the sweeper. */
+  sweepIntervalMs: number;
+  /** A top-up reserves what the request lacks plus this many times its hold (at most half of what the account has left). */
+  sliceFactor: bigint;
+  /** Most captures written by one group commit. */
+  maxBatch: number;
+}
+
+export const DEFAULT_BILLING_SETTINGS: BillingSettings = {
+  leaseMs: 30_000,
+  idleMs: 10_000,
+  sweepIntervalMs: 5_000,
+  sliceFactor: 8n,
+  maxBatch: 500,
+};
+
+const seconds = (env: NodeJS.ProcessEnv, name: string): number | undefined => {
+  const v = env[name];
+  if (v === undefined || v === '') return undefined;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number of seconds, got "${v}"`);
+  return n * 1000;
+};
+
+export function billingSettings(env: NodeJS.ProcessEnv = process.env, overrides: Partial<BillingSettings> = {}): BillingSettings {
+  const s = { ...DEFAULT_BILLING_SETTINGS };
+  const lease = seconds(env, 'TOLLGATE_BILLING_LEASE_SECONDS');
+  const idle = seconds(env, 'TOLLGATE_BILLING_IDLE_SECONDS');
+  const sweep = seconds(env, 'TOLLGATE_BILLING_SWEEP_SECONDS');
+  if (lease !== undefined) s.leaseMs = lease;
+  if (idle !== undefined) s.idleMs = idle;
+  if (sweep !== undefined) s.sweepIntervalMs = sweep;
+  return { ...s, ...overrides };
+}
