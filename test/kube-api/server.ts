@@ -571,7 +571,9 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
     compact() {
-      floor = rv + 1;
+      // Resuming from the current version stays possible (nothing after it was dropped); any
+      // older one gets 410. rv + 1 would also refuse the relist's own version, forever.
+      floor = rv;
       history.length = 0;
     },
     dropWatches() {
