@@ -1,5 +1,5 @@
 import type { Dispatcher } from 'undici';
-import type { ChatCharge, ChatSettlement } from '../billing/types.js';
+import type { ChatSettlement } from '../billing/types.js';
 import type { GroupModel } from '../config/runtime.js';
 import { estimateTokens, type Usage } from '../ir/usage.js';
 import type { ProtocolAdapter } from '../protocols/index.js';
@@ -18,7 +18,7 @@ import { upstreamRequest } from './upstream-request.js';
  * One chat request, any of the three protocols, passed through to a backend that speaks it:
  * validate -> model in group -> client policy -> hold credits -> call (failing over while nothing
  * was sent) -> relay the bytes while a tap reads usage -> settle. Every path after the hold
- * settles exactly once (settle is idempotent, and the finally block guarantees the call).
+ * settles exactly once, and a client that has its final byte has been charged durably.
  */
 export async function handleChat(ctx: RequestContext, deps: GatewayDeps, adapter: ProtocolAdapter): Promise<void> {
   const { raw, json } = await readJson(ctx);
@@ -68,15 +68,19 @@ export async function handleChat(ctx: RequestContext, deps: GatewayDeps, adapter
     upstreamModel: candidates[0]!.backend.model,
     latencyMs: 0,
   };
-  const finish = () => {
-    outcome.latencyMs = Number(process.hrtime.bigint() - ctx.startedAt) / 1e6;
-    return charge.settle(outcome);
-  };
+  // Exactly one settle() per request: before the final bytes on the paths that answer, in the
+  // finally block on the others (client gone, 502/504, a throw).
+  let settling: Promise<void> | undefined;
+  const settle = () =>
+    (settling ??= (async () => {
+      outcome.latencyMs = Number(process.hrtime.bigint() - ctx.startedAt) / 1e6;
+      await charge.settle(outcome);
+    })());
   try {
-    await forward(ctx, deps, adapter, entry, candidates, raw, json, info.stream, stream, estimatedInputTokens, outcome, charge);
+    await forward(ctx, deps, adapter, entry, candidates, raw, json, info.stream, stream, estimatedInputTokens, outcome, settle);
   } finally {
     // Errors of settle itself are logged, never shown to a client that already has its answer.
-    await finish().catch((err: Error) => ctx.log.error('settlement failed', { requestId: ctx.requestId, error: err.message }));
+    await settle().catch((err: Error) => ctx.log.error('settlement failed', { requestId: ctx.requestId, error: err.message }));
   }
 }
 
@@ -92,7 +96,7 @@ async function forward(
   stream: boolean,
   estimatedInputTokens: number,
   outcome: ChatSettlement,
-  charge: ChatCharge,
+  settle: () => Promise<void>,
 ): Promise<void> {
   const drain = ctx.key!.group.disconnectPolicy === 'drain';
   // With `drain`, the upstream outlives the client; otherwise it is aborted with it.
@@ -137,7 +141,7 @@ async function forward(
       const bytes = Buffer.from(await resp.body.arrayBuffer());
       outcome.status = 'upstream_error';
       outcome.httpStatus = status;
-      await settleNow(charge, outcome, ctx);
+      await settle();
       ctx.res.writeHead(status, { ...responseHeaders(resp.headers), 'content-length': String(bytes.length) });
       ctx.res.end(bytes);
       return;
@@ -170,7 +174,7 @@ async function forward(
       outcome.status = 'ok';
       outcome.httpStatus = status;
       // Charged before the client sees the answer.
-      await settleNow(charge, outcome, ctx);
+      await settle();
       ctx.res.writeHead(status, { ...responseHeaders(resp.headers), 'content-length': String(bytes.length) });
       ctx.res.end(bytes);
       return;
@@ -180,7 +184,8 @@ async function forward(
     ctx.res.writeHead(status, responseHeaders(resp.headers));
     ctx.res.flushHeaders();
     const result = await relayStream({ res: ctx.res, body: resp.body, tap, clientSignal: ctx.signal, drain });
-    if (result.firstByteAt) outcome.ttftMs = Number(result.firstByteAt - ctx.startedAt) / 1e6;
+    // A stream that arrived whole is first seen by the client when its held end is written, now.
+    outcome.ttftMs = Number((result.firstByteAt ?? process.hrtime.bigint()) - ctx.startedAt) / 1e6;
     outcome.httpStatus = status;
     if (tap.usage && tap.final) {
       outcome.usage = tap.usage;
@@ -198,20 +203,20 @@ async function forward(
     if (tap.failed) {
       // The upstream's own in-stream error event ends the stream; it is passed on as it came.
       outcome.status = 'upstream_error';
-      await settleNow(charge, outcome, ctx);
+      await settle();
       for (const b of result.held) ctx.res.write(b);
       ctx.res.end();
       return;
     }
     if (result.error !== undefined || !tap.terminal) {
       outcome.status = 'upstream_error';
-      await settleNow(charge, outcome, ctx);
+      await settle();
       const reason = result.error instanceof Error ? result.error.message : 'the upstream ended the stream early';
       ctx.res.end(adapter.streamError(`upstream stream failed: ${reason}`));
       return;
     }
     outcome.status = 'ok';
-    await settleNow(charge, outcome, ctx);
+    await settle();
     for (const b of result.held) ctx.res.write(b);
     ctx.res.end();
     return;
@@ -222,12 +227,6 @@ async function forward(
   outcome.httpStatus = f?.kind === 'timeout' ? 504 : 502;
   if (f?.kind === 'timeout') throw new GatewayError('upstream_timeout', `the upstream did not answer in time (model "${entry.model.model}")`);
   throw new GatewayError('upstream_unavailable', `the upstream could not be reached (model "${entry.model.model}")`);
-}
-
-/** Settles now (before the last bytes go out); the finally block's later call is a no-op. */
-async function settleNow(charge: ChatCharge, outcome: ChatSettlement, ctx: RequestContext): Promise<void> {
-  outcome.latencyMs = Number(process.hrtime.bigint() - ctx.startedAt) / 1e6;
-  await charge.settle(outcome);
 }
 
 function estimate(input: number, output: number): Usage {
