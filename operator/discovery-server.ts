@@ -143,7 +143,8 @@ export class DiscoveryServer {
       this.opts.log.warn('proxy rejected a snapshot (NACK)', { node: peer.nodeId, version: peer.sentVersion, keeps: req.version_info || null, error: req.error_detail });
     } else {
       peer.acked = req.version_info;
-      this.opts.log.info('proxy acknowledged a snapshot', { node: peer.nodeId, version: req.version_info });
+      const { connected, acked } = this.stats();
+      this.opts.log.info('proxy acknowledged a snapshot', { node: peer.nodeId, version: req.version_info, proxiesAcked: acked, proxiesConnected: connected });
     }
     this.opts.onChange?.();
   }

@@ -78,6 +78,9 @@ export class Operator {
   /** ApiKey ref -> why its Secret cannot be used (a Secret of that name not owned by it). */
   private readonly mintConflicts = new Map<string, string>();
   private stopped = false;
+  private readonly id: string;
+  private countedNacks = 0;
+  private expiryTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly opts: OperatorOptions) {
     this.log = opts.log ?? createLogger({ component: 'operator' });
@@ -98,6 +101,7 @@ export class Operator {
       onChange: () => this.updateProxyMetrics(),
     });
     const identity = opts.lease?.identity ?? process.env.POD_NAME ?? `tollgate-operator-${randomBytes(4).toString('hex')}`;
+    this.id = identity;
     this.leader = new LeaderElector(
       opts.kubeConfig.makeApiClient(CoordinationV1Api),
       {
@@ -117,7 +121,7 @@ export class Operator {
   }
 
   identity(): string {
-    return this.opts.lease?.identity ?? '';
+    return this.id;
   }
 
   isLeader(): boolean {
@@ -166,13 +170,14 @@ export class Operator {
       () => (ns ? this.core.listNamespacedSecret({ namespace: ns }) : this.core.listSecretForAllNamespaces()) as never,
     );
     this.leader.start();
-    this.log.info('operator started', { grpcPort, metricsPort, namespace: ns ?? '(all)', identity: this.identity() || undefined });
+    this.log.info('operator started', { grpcPort, metricsPort, namespace: ns ?? '(all)', identity: this.id });
     return { grpcPort, metricsPort };
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     this.queue.shutDown();
+    clearTimeout(this.expiryTimer);
     for (const t of this.restartTimers.values()) clearTimeout(t);
     for (const c of this.caches.values()) await c.stop();
     await this.leader.stop();
@@ -281,6 +286,7 @@ export class Operator {
       },
     });
     this.result = result;
+    this.scheduleExpiry();
     this.metrics.compileErrors.set(new Set(result.errors.map((e) => refKey(e.kind, e.namespace, e.name))).size);
     const config = result.config;
     if (this.published?.version !== config.version) {
@@ -308,6 +314,24 @@ export class Operator {
         if (want && this.statusChanged(kind, o, want)) this.queue.add(`status/${kind}/${ns}/${o.metadata.name}`, 0);
       }
     }
+  }
+
+  /**
+   * A key that expires later leaves the snapshot (and turns Ready False) only on a recompile:
+   * schedule one for the next expiry. Proxies also refuse an expired key on their own clock.
+   */
+  private scheduleExpiry(): void {
+    clearTimeout(this.expiryTimer);
+    const now = Date.now();
+    const next = Math.min(
+      ...this.objects('ApiKey')
+        .map((o) => (typeof o.spec?.expiresAt === 'string' ? Date.parse(o.spec.expiresAt) : NaN))
+        .filter((t) => t > now),
+    );
+    if (!Number.isFinite(next) || this.stopped) return;
+    // setTimeout holds at most ~24.8 days; a later expiry is rescheduled by the pass this one triggers.
+    this.expiryTimer = setTimeout(() => this.queue.add(COMPILE, 0), Math.min(next - now + 10, 2 ** 31 - 1));
+    this.expiryTimer.unref();
   }
 
   private desired(kind: Kind, o: KubeObject): DesiredReady | undefined {
@@ -403,9 +427,9 @@ export class Operator {
     const s = this.discovery.stats();
     this.metrics.proxiesConnected.set(s.connected);
     this.metrics.proxiesAcked.set(s.acked);
-    if (this.discovery.nacks > 0) {
-      const counted = (this.metrics.nacks as unknown as { hashMap?: Record<string, { value: number }> }).hashMap?.['']?.value ?? 0;
-      if (this.discovery.nacks > counted) this.metrics.nacks.inc(this.discovery.nacks - counted);
+    if (this.discovery.nacks > this.countedNacks) {
+      this.metrics.nacks.inc(this.discovery.nacks - this.countedNacks);
+      this.countedNacks = this.discovery.nacks;
     }
   }
 }

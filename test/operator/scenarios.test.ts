@@ -163,6 +163,16 @@ describe('operator -> gRPC -> proxy', () => {
     expect(cluster.api.get('v1', 'secrets', NS, secretName)).toBeUndefined();
   });
 
+  it('a key that expires later stops working and turns Ready False Expired without any other change', async () => {
+    const soon = 'sk-service-expires-soon-0001';
+    await cluster.apply(apiKeyOf('expiring', { keyHash: keyHash(soon), expiresAt: new Date(Date.now() + 1500).toISOString() }));
+    await waitFor(() => proxy.source.current()?.keys[keyHash(soon).slice(7)], 'the expiring key at the proxy');
+    await expect(chat(soon)).resolves.toBeTruthy();
+    await waitFor(() => ready(cluster, 'ApiKey', 'expiring')?.reason === 'Expired', 'Ready False Expired', 8000);
+    await waitFor(() => !proxy.source.current()?.keys[keyHash(soon).slice(7)], 'the key leaving the snapshot');
+    await expect(chat(soon)).rejects.toMatchObject({ status: 401 });
+  });
+
   it('a watch answered 410 Gone relists, and later changes still arrive', async () => {
     const lists = () => cluster.api.requests.filter((r) => r.method === 'GET' && /\/modelroutes$/.test(r.path.split('?')[0]!) && !r.path.includes('watch=')).length;
     const before = lists();
