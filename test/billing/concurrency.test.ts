@@ -1,0 +1,131 @@
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { request } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chatCost, chatHold } from '../../proxy/billing/pricing.js';
+import { toPrices } from '../../proxy/config/runtime.js';
+import { estimateTokens } from '../../proxy/ir/usage.js';
+import { apiKey, chatRoute, group } from '../support/resources.js';
+import { storeCases } from '../support/stores.js';
+import { billingStack, books, C, type BillingStack } from './support.js';
+
+/**
+ * Admission under load: every request is admitted against credits that are really there, the
+ * rest get 402 before anything goes upstream, and afterwards the books add up to the micro-credit.
+ */
+const KEY = 'sk-service-billing-load';
+const LIMITED = 'sk-service-billing-limited';
+const BROKE = 'sk-service-billing-broke';
+const MAX_TOKENS = 1000;
+const prices = toPrices({ inputPerMillion: '1000000', outputPerMillion: '2000000' });
+
+function resources(sim: string) {
+  return [
+    // 1 and 2 micro-credits a token: holds and costs are easy to follow.
+    chatRoute('m', `${sim}/v1`, { pricing: { inputPerMillion: '1', outputPerMillion: '2' } }),
+    chatRoute('claude', `${sim}/v1`, { backend: { provider: 'anthropic' }, pricing: { inputPerMillion: '1', outputPerMillion: '2' } }),
+    group('g', ['m', 'claude']),
+    apiKey('load', KEY, 'g', { account: 'load' }),
+    apiKey('limited', LIMITED, 'g', { account: 'rich', spendLimit: '0.00009' }),
+    apiKey('broke', BROKE, 'g', { account: 'empty' }),
+  ];
+}
+
+const body = (i: number) => JSON.stringify({ model: 'm', stream: false, max_tokens: MAX_TOKENS, messages: [{ role: 'user', content: `load ${String(i).padStart(5, '0')}` }] });
+
+for (const sc of storeCases()) {
+  describe(`credits under concurrency on ${sc.name}`, () => {
+    let s: BillingStack;
+    beforeAll(async () => {
+      s = await billingStack(sc, resources, { idleMs: 60_000 });
+    });
+    afterAll(() => s?.dispose());
+
+    it('500 concurrent requests on an account funded for 100: 100 served, 400 refused with 402 before going upstream, the books exact', async () => {
+      // Every body has the same length, so every request holds the same amount.
+      const hold = chatHold(prices, estimateTokens(Buffer.byteLength(body(0))), MAX_TOKENS);
+      await s.grant('load', 100n * hold, 'load-grant');
+      // Slow upstream: all 500 are in flight together, none frees credits early.
+      s.sim.context.latencyMs = 2_000;
+      const results = await Promise.all(
+        Array.from({ length: 500 }, async (_, i) => {
+          const r = await request(`${s.gw.url}/v1/chat/completions`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+            body: body(i),
+          });
+          return { i, status: r.statusCode, json: (await r.body.json()) as Record<string, any> };
+        }),
+      );
+      s.sim.context.latencyMs = 0;
+      const ok = results.filter((r) => r.status === 200);
+      const refused = results.filter((r) => r.status === 402);
+      expect(ok.length + refused.length).toBe(500);
+      expect(ok).toHaveLength(100);
+      for (const r of refused) {
+        expect(r.json.error).toMatchObject({ code: 'insufficient_credits', type: 'insufficient_quota' });
+        expect(s.sim.recorder.find(`load ${String(r.i).padStart(5, '0')}`)).toHaveLength(0);
+      }
+      // No request was served without a hold: the upstream saw exactly the admitted ones.
+      expect(s.sim.recorder.find('load ').length).toBe(100);
+
+      // What the clients were told they used is what they were charged.
+      const expected = ok.reduce(
+        (sum, r) => sum + chatCost(prices, { inputTokens: r.json.usage.prompt_tokens, cachedInputTokens: 0, cacheWriteTokens: 0, outputTokens: r.json.usage.completion_tokens, reasoningTokens: 0 }),
+        0n,
+      );
+      await s.close(); // flushes and hands the lease back
+      const b = await books(s.store, 'load');
+      expect(b.usageRecords).toBe(100);
+      expect(b.usageCredits).toBe(expected);
+      expect(b.held).toBe(0n);
+      expect(b.openHolds).toBe(0);
+      expect(b.balance).toBe(b.grants - b.usageCredits);
+      expect(b.balance).toBe(100n * hold - expected);
+      expect(b.violations).toEqual([]);
+    }, 60_000);
+  });
+
+  describe(`402s on ${sc.name}`, () => {
+    let s: BillingStack;
+    beforeAll(async () => {
+      s = await billingStack(sc, resources);
+      await s.grant('rich', 1000n * C);
+    });
+    afterAll(() => s?.dispose());
+
+    it("a key at its spendLimit gets 402 even though its account has credits; /v1/credits shows the key's spend", async () => {
+      const client = new OpenAI({ baseURL: `${s.gw.url}/v1`, apiKey: LIMITED, maxRetries: 0 });
+      // Holds about 60 micro-credits of the key's 90 and costs 36: the next one no longer fits.
+      const first = await client.chat.completions.create({ model: 'm', max_tokens: 20, messages: [{ role: 'user', content: 'limit one' }] });
+      expect(first.usage!.completion_tokens).toBeGreaterThan(0);
+      await expect(client.chat.completions.create({ model: 'm', max_tokens: 20, messages: [{ role: 'user', content: 'limit two' }] })).rejects.toMatchObject({
+        status: 402,
+        code: 'spend_limit_reached',
+        type: 'insufficient_quota',
+      });
+      expect(s.sim.recorder.find('limit two')).toHaveLength(0);
+      const r = await fetch(`${s.gw.url}/v1/credits`, { headers: { authorization: `Bearer ${LIMITED}` } });
+      const credits = (await r.json()) as { account: string; available: string; key: { name: string; spend_limit: string; spent: string } };
+      expect(credits.account).toBe('rich');
+      expect(credits.key.name).toBe('limited');
+      expect(credits.key.spend_limit).toBe('0.000090');
+      const spent = chatCost(prices, { inputTokens: first.usage!.prompt_tokens, cachedInputTokens: 0, cacheWriteTokens: 0, outputTokens: first.usage!.completion_tokens, reasoningTokens: 0 });
+      expect(credits.key.spent).toBe(`0.${spent.toString().padStart(6, '0')}`);
+    });
+
+    it('an account without credits gets 402 in the Anthropic shape on /v1/messages, and nothing reaches the upstream', async () => {
+      const client = new Anthropic({ baseURL: s.gw.url, apiKey: BROKE, maxRetries: 0 });
+      const err = await client.messages.create({ model: 'claude', max_tokens: 100, messages: [{ role: 'user', content: 'broke anthropic' }] }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(Anthropic.APIError);
+      expect((err as InstanceType<typeof Anthropic.APIError>).status).toBe(402);
+      expect((err as InstanceType<typeof Anthropic.APIError>).error).toMatchObject({ type: 'error', error: { type: 'billing_error' } });
+      const openai = new OpenAI({ baseURL: `${s.gw.url}/v1`, apiKey: BROKE, maxRetries: 0 });
+      await expect(openai.chat.completions.create({ model: 'm', stream: true, messages: [{ role: 'user', content: 'broke openai' }] })).rejects.toMatchObject({ status: 402, code: 'insufficient_credits' });
+      expect(s.sim.recorder.find('broke')).toHaveLength(0);
+      const b = await books(s.store, 'empty');
+      expect(b.usageRecords).toBe(0);
+      expect(b.balance).toBe(0n);
+    });
+  });
+}
