@@ -1,7 +1,8 @@
 import { fileRoutes } from './files.js';
 import { openaiImageRoutes } from './openai-images.js';
+import { openaiVideoRoutes } from './openai-videos.js';
 import { replicateRoutes } from './replicate.js';
 import type { SimRoute } from './server.js';
 
-/** Image generation (OpenAI Images), Replicate-style predictions and the files they hand out. */
-export const mediaRoutes: SimRoute[] = [...openaiImageRoutes, ...replicateRoutes, ...fileRoutes];
+/** Image and video generation (OpenAI Images and Videos), Replicate-style predictions and the files they hand out. */
+export const mediaRoutes: SimRoute[] = [...openaiImageRoutes, ...openaiVideoRoutes, ...replicateRoutes, ...fileRoutes];

@@ -1,5 +1,7 @@
 import { parseDirectives } from './directives.js';
 import { publishFile } from './files.js';
+import { mp4Buffer } from './mp4.js';
+import { videoDirectives } from './openai-videos.js';
 import { encodePng, MAX_PIXELS, seedOf } from './png.js';
 import type { SimContext, SimRequest, SimRoute } from './server.js';
 import { simId } from './text.js';
@@ -10,7 +12,9 @@ import { simId } from './text.js';
  * 100 ms + the simulator's latency + [sim:slow=MS]; GET /v1/predictions/{id} polls it;
  * POST /v1/predictions/{id}/cancel cancels it. Outputs are PNG URLs on the simulator, sized by
  * input width/height, else aspect_ratio at the resolution tier's side. [sim:fail] makes the
- * prediction fail; [sim:429] and [sim:500] refuse the creation.
+ * prediction fail; [sim:429] and [sim:500] refuse the creation. A prediction whose input has a
+ * `duration` is a video: its output is one MP4 URL of that many seconds (3/4 of them with
+ * [sim:short]); [sim:blocked] fails it as flagged content (E005), as Replicate does.
  */
 interface Prediction {
   id: string;
@@ -21,7 +25,7 @@ interface Prediction {
   readyAt: number;
   fail: boolean;
   canceledAt?: number;
-  output?: string[];
+  output?: string[] | string;
 }
 
 const BASE_RUN_MS = 100;
@@ -53,6 +57,20 @@ function sizeOf(input: Record<string, unknown>): { width: number; height: number
   return rw >= rh ? { width: side, height: other } : { width: other, height: side };
 }
 
+const isVideo = (p: Prediction) => typeof p.input.duration === 'number';
+
+/** The MP4 of a video prediction: `duration` seconds (3/4 with [sim:short]) at the resolution and ratio asked. */
+function videoOf(p: Prediction): Buffer {
+  const prompt = String(p.input.prompt);
+  const seconds = Number(p.input.duration) * (videoDirectives(prompt).short ? 0.75 : 1);
+  const short = parseInt(String(p.input.resolution ?? '720'), 10) || 720;
+  const m = /^(\d+):(\d+)$/.exec(String(p.input.aspect_ratio ?? '16:9'));
+  const [rw, rh] = m ? [Number(m[1]), Number(m[2])] : [16, 9];
+  const long = Math.round((short * Math.max(rw, rh)) / Math.min(rw, rh) / 2) * 2;
+  const [width, height] = rw >= rh ? [long, short] : [short, long];
+  return mp4Buffer({ durationMs: seconds * 1000, width, height, mediaBytes: 4096, seed: seedOf(prompt) });
+}
+
 function view(sim: SimContext, p: Prediction) {
   const now = Date.now();
   let status: string;
@@ -62,8 +80,12 @@ function view(sim: SimContext, p: Prediction) {
   else if (p.fail) {
     status = 'failed';
     error = 'The model failed to produce an image (simulated).';
+  } else if (isVideo(p) && videoDirectives(String(p.input.prompt)).blocked) {
+    status = 'failed';
+    error = 'The input or output was flagged as sensitive. Please try again with different inputs. (E005) (simulated)';
   } else {
     status = 'succeeded';
+    if (!p.output && isVideo(p)) p.output = publishFile(sim, `${p.id}.mp4`, videoOf(p), 'video/mp4');
     if (!p.output) {
       const n = Math.min(4, Math.max(1, Number(p.input.num_outputs ?? 1) || 1));
       const size = sizeOf(p.input);

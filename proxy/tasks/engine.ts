@@ -30,6 +30,17 @@ export interface EngineDeps {
   onTerminal(task: TaskRow, status: Terminal['status']): void;
 }
 
+/** An upstream task created at submission (see startUpstream), to be recorded with the new row. */
+export interface UpstreamStart {
+  backend: BackendRef;
+  upstreamId: string;
+  state: Record<string, unknown> | null;
+  /** The request's ignored fields plus those the provider cannot take. */
+  ignored: string[];
+  /** Best effort: stops the upstream task when the gateway's task is not written after all (402, a lost Idempotency-Key race). */
+  cancel(): Promise<void>;
+}
+
 class Stopping extends Error {}
 class LeaseLost extends Error {}
 class DeadlineReached extends Error {}
@@ -106,11 +117,11 @@ export class TaskEngine {
     return retryAfterMs !== undefined ? Math.min(max, Math.max(retryAfterMs, base)) : exp;
   }
 
-  private context(task: TaskRow, backend: CompiledBackend, signal: AbortSignal, files: LocalMedia[]): ProviderContext {
+  private context(taskId: string, backend: CompiledBackend, signal: AbortSignal, files: LocalMedia[]): ProviderContext {
     return {
       backend,
       credential: credentialOf(backend),
-      taskId: task.id,
+      taskId,
       signal,
       log: this.d.log,
       fetchMedia: async (url, field) => {
@@ -121,24 +132,64 @@ export class TaskEngine {
     };
   }
 
-  private async submit(task: TaskRow, signal: AbortSignal): Promise<void> {
-    const model = this.d.config()?.models.get(task.model);
-    if (!model) return void (await this.fail(task, 'model_unavailable', `model "${task.model}" is no longer configured`, this.d.owner));
-    let chosen: { backend: CompiledBackend; provider: TaskProvider } | undefined;
-    for (const backend of orderBackends(model.backends)) {
-      const provider = taskProvider(backend.provider, task.kind, task.mode);
-      if (provider) {
-        chosen = { backend, provider };
-        break;
-      }
+  /** The first backend (by priority and weight, skipping those cooling down) with a provider for this kind and mode. */
+  private chooseBackend(model: string, kind: TaskKind, mode: string): { backend: CompiledBackend; provider: TaskProvider } | { error: string } {
+    const m = this.d.config()?.models.get(model);
+    if (!m) return { error: `model "${model}" is no longer configured` };
+    for (const backend of orderBackends(m.backends)) {
+      const provider = taskProvider(backend.provider, kind, mode);
+      if (provider) return { backend, provider };
     }
-    if (!chosen) return void (await this.fail(task, 'model_unavailable', `no backend of model "${task.model}" can run ${task.kind} tasks`, this.d.owner));
+    return { error: `no backend of model "${model}" can run ${kind} tasks` };
+  }
+
+  /**
+   * Creates the upstream task before the gateway's own task exists, so that a refusal (content
+   * policy, invalid input) can be answered to the client as a 400 with nothing held or stored.
+   * Returns the pending upstream task to record with the new row; undefined when the upstream
+   * could not be reached or was busy (the worker then submits with backoff, as for images).
+   * A non-retryable refusal throws its ProviderError.
+   */
+  async startUpstream(p: { taskId: string; model: string; kind: TaskKind; mode: string; job: TaskJob; ignored: string[]; signal: AbortSignal }): Promise<UpstreamStart | undefined> {
+    const chosen = this.chooseBackend(p.model, p.kind, p.mode);
+    if ('error' in chosen) return undefined;
+    const { backend, provider } = chosen;
+    const files: LocalMedia[] = [];
+    const ctx = this.context(p.taskId, backend, p.signal, files);
+    let outcome: ProviderOutcome;
+    try {
+      outcome = await provider.submit(p.job, ctx);
+    } catch (err) {
+      // Too slow to answer within the submission: the worker takes it from here.
+      if (p.signal.aborted) return undefined;
+      if (!(err instanceof ProviderError)) throw err;
+      if (!err.retryable) throw err;
+      coolDown(backend, cooldownMs(err.opts.status ? 'status' : 'unavailable', err.opts.status));
+      return undefined;
+    } finally {
+      await this.d.media.discard(files);
+    }
+    if (outcome.state === 'failed') throw new ProviderError(false, outcome.code, outcome.message);
+    // A provider that answered at once has nothing to poll: leave the work to the worker.
+    if (outcome.state !== 'pending') return undefined;
+    return {
+      backend: { provider: backend.provider, baseURL: backend.baseURL, model: backend.model },
+      upstreamId: outcome.upstreamId,
+      state: outcome.data ?? null,
+      ignored: [...new Set([...p.ignored, ...(provider.ignores?.(p.job) ?? [])])].sort(),
+      cancel: () => this.cancelUpstream(provider, outcome.upstreamId, outcome.data ?? null, { ...ctx, signal: AbortSignal.timeout(10_000) }),
+    };
+  }
+
+  private async submit(task: TaskRow, signal: AbortSignal): Promise<void> {
+    const chosen = this.chooseBackend(task.model, task.kind, task.mode);
+    if ('error' in chosen) return void (await this.fail(task, 'model_unavailable', chosen.error, this.d.owner));
     const { backend, provider } = chosen;
     const job = task.request as unknown as TaskJob;
     const ignored = [...new Set([...task.ignored, ...(provider.ignores?.(job) ?? [])])].sort();
     const attempts = task.attempts + 1;
     const files: LocalMedia[] = [];
-    const ctx = this.context(task, backend, signal, files);
+    const ctx = this.context(task.id, backend, signal, files);
     let outcome: ProviderOutcome;
     try {
       outcome = await provider.submit(job, ctx);
@@ -173,7 +224,7 @@ export class TaskEngine {
     if (!backend || !provider?.poll) {
       return void (await this.fail(task, 'model_unavailable', `the backend running this task (${ref.provider} ${ref.model}) is no longer configured`, this.d.owner));
     }
-    const ctx = this.context(task, backend, signal, []);
+    const ctx = this.context(task.id, backend, signal, []);
     let outcome: ProviderOutcome;
     try {
       outcome = await provider.poll(task.upstreamId!, task.upstreamState, ctx);
@@ -217,8 +268,13 @@ export class TaskEngine {
     const wanted = typeof task.request.n === 'number' ? task.request.n : outcome.outputs.length;
     const outputs = outcome.outputs.slice(0, wanted);
     const results: StoredResult[] = [];
+    let measured: Record<string, number> = {};
     try {
-      for (let i = 0; i < outputs.length; i++) results.push(await this.store(task, i, outputs[i]!, provider, ctx, kind.defaultExtension));
+      for (let i = 0; i < outputs.length; i++) {
+        const stored = await this.store(task, i, outputs[i]!, provider, ctx, kind);
+        results.push(stored.result);
+        measured = { ...stored.measured, ...measured };
+      }
     } catch (err) {
       await this.discard(results);
       if (ctx.signal.aborted) throw err;
@@ -230,13 +286,14 @@ export class TaskEngine {
       }
       return void (await this.fail(task, e.code, e.message, this.d.owner, ignored));
     }
-    const usage = outcome.usage ?? {};
+    // What the upstream reported wins over what the files say.
+    const usage = { ...measured, ...outcome.usage };
     const chargedMicro = kind.charge(task, { outputs: results.length, usage });
     const done = await this.finish(task, { status: 'succeeded', results, usage, chargedMicro, ignored, ...(attempts ? { attempts } : {}) }, this.d.owner);
     if (!done) await this.discard(results);
   }
 
-  private async store(task: TaskRow, i: number, out: ProviderOutput, provider: TaskProvider, ctx: ProviderContext, fallbackExt: string): Promise<StoredResult> {
+  private async store(task: TaskRow, i: number, out: ProviderOutput, provider: TaskProvider, ctx: ProviderContext, kind: TaskKindSpec): Promise<{ result: StoredResult; measured: Record<string, number> }> {
     let body: Readable;
     let type: string | undefined;
     if (out.type === 'bytes') {
@@ -248,11 +305,17 @@ export class TaskEngine {
       body = opened.body;
       type = opened.contentType;
     }
-    const ext = extensionOf(type, fallbackExt);
+    const ext = extensionOf(type, kind.defaultExtension);
     const key = `${task.id}/${i}.${ext}`;
     const contentType = contentTypeOf(ext);
+    const m = kind.measure?.();
+    if (m) {
+      const source = body;
+      source.once('error', (err) => m.tap.destroy(err));
+      body = source.pipe(m.tap);
+    }
     const { bytes } = await this.d.storage.put(key, body, contentType, this.d.settings.resultMaxBytes);
-    return { key, contentType, bytes };
+    return { result: { key, contentType, bytes }, measured: m?.usage() ?? {} };
   }
 
   private async discard(results: StoredResult[]): Promise<void> {
@@ -306,7 +369,7 @@ export class TaskEngine {
     if (!row.upstreamId || !row.backend) return;
     const backend = this.findBackend(row.model, row.backend);
     const provider = taskProvider(row.backend.provider, row.kind, row.mode);
-    if (backend && provider) await this.cancelUpstream(provider, row.upstreamId, row.upstreamState, this.context(row, backend, AbortSignal.timeout(10_000), []));
+    if (backend && provider) await this.cancelUpstream(provider, row.upstreamId, row.upstreamState, this.context(row.id, backend, AbortSignal.timeout(10_000), []));
   }
 
   private async cancelUpstream(provider: TaskProvider, upstreamId: string, data: Record<string, unknown> | null, ctx: ProviderContext): Promise<void> {

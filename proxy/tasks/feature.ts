@@ -18,10 +18,12 @@ import { MediaFetcher } from './media.js';
 import { resolveSettings, s3FromEnv, settingsFromEnv, type TaskSettings } from './settings.js';
 import { LocalStorage, S3Storage, sharedSigningKey, type ResultStorage } from './storage/index.js';
 import { getTask } from './store.js';
+import { videoKind } from './videos/pricing.js';
+import { videoRoutes } from './videos/routes.js';
 import { createTaskWorker } from './worker.js';
 
 /**
- * Asynchronous tasks: the image endpoints, result files, the task worker and the webhook
+ * Asynchronous tasks: the image and video endpoints, result files, the task worker and the webhook
  * delivery worker. Settings: defaults, then TOLLGATE_* environment, then `overrides` (tests).
  */
 export function tasksFeature(overrides: Partial<TaskSettings> = {}) {
@@ -66,7 +68,7 @@ export function tasksFeature(overrides: Partial<TaskSettings> = {}) {
       storage,
       media,
       settings,
-      kinds: { image: imageKind },
+      kinds: { image: imageKind, video: videoKind },
       owner,
       onTerminal: (task, status) => {
         finished.inc({ kind: task.kind, status });
@@ -77,7 +79,7 @@ export function tasksFeature(overrides: Partial<TaskSettings> = {}) {
     const rt: TasksRuntime = { store, engine, settings, wake: () => worker.wake(), onSubmitted: (kind) => submitted.inc({ kind }) };
 
     return {
-      routes: [...imageRoutes(rt, policy), ...(storage.route ? [storage.route()] : [])],
+      routes: [...imageRoutes(rt, policy), ...videoRoutes(rt, policy), ...(storage.route ? [storage.route()] : [])],
       adminRoutes: [
         {
           method: 'GET',

@@ -4,7 +4,7 @@ import { badRequest, GatewayError } from '../server/errors.js';
 import { sendJson } from '../server/render.js';
 import type { RequestContext } from '../server/types.js';
 import type { Store } from '../store/index.js';
-import type { TaskEngine } from './engine.js';
+import type { TaskEngine, UpstreamStart } from './engine.js';
 import type { TaskJob } from './provider.js';
 import type { TaskSettings } from './settings.js';
 import { findByIdempotencyKey, getTask, insertTask } from './store.js';
@@ -30,6 +30,12 @@ export interface SubmitInput {
   price: Record<string, string>;
   holdMicro: bigint;
   webhook?: { url: string; secret: string };
+  /**
+   * Creates the upstream task before the row is written (videos: a content-policy refusal is
+   * then a 400 with nothing held). Runs after the Idempotency-Key lookup; may throw a
+   * GatewayError. Undefined: the worker submits later.
+   */
+  start?(taskId: string): Promise<UpstreamStart | undefined>;
 }
 
 const IDEMPOTENCY = /^[\x21-\x7e]{1,255}$/;
@@ -53,36 +59,17 @@ export async function submitTask(ctx: RequestContext, rt: TasksRuntime, s: Submi
   const id = `${s.spec.idPrefix}${randomBytes(12).toString('hex')}`;
   const deadlineAt = new Date(Date.now() + rt.settings.deadlineMs[s.spec.kind]);
   const holdId = `task:${id}`;
-  const row = await rt.store.tx(async (q) => {
-    const inserted = await insertTask(q, {
-      id,
-      kind: s.spec.kind,
-      mode: s.mode,
-      status: s.spec.initialStatus,
-      keyHash: key.hash,
-      keyName: key.name,
-      account: key.account,
-      group: key.group.name,
-      model: s.model,
-      request: s.job,
-      requestHash,
-      ...(idem ? { idempotencyKey: idem } : {}),
-      ignored: s.ignored,
-      deadlineAt,
-      holdId,
-      holdMicro: s.holdMicro,
-      price: s.price,
-      ...(s.webhook ? { webhookUrl: s.webhook.url, webhookSecret: s.webhook.secret } : {}),
-    });
-    if (!inserted) return undefined; // a concurrent submission took the Idempotency-Key first
-    if (s.holdMicro > 0n) {
-      // The task engine resolves task holds (at the latest at the deadline); the margin keeps
-      // the billing sweeper's view of an expiry consistent with that.
-      await hold(q, { account: key.account, holdId, amount: s.holdMicro, expiresAt: new Date(deadlineAt.getTime() + 3_600_000), purpose: 'task', meta: { task: id, model: s.model, key: key.name } });
-    }
-    return inserted;
-  });
+  const upstream = await s.start?.(id);
+  let row: TaskRow | undefined;
+  try {
+    row = await insertAndHold();
+  } catch (err) {
+    // Nothing was written (402 and the like): the upstream task started for it must not run on.
+    await upstream?.cancel();
+    throw err;
+  }
   if (!row) {
+    await upstream?.cancel();
     const earlier = await findByIdempotencyKey(rt.store, key.hash, idem!);
     return replay(ctx, rt, earlier!, requestHash);
   }
@@ -90,6 +77,41 @@ export async function submitTask(ctx: RequestContext, rt: TasksRuntime, s: Submi
   rt.onSubmitted?.(s.spec.kind);
   ctx.log.info('task accepted', { requestId: ctx.requestId, task: id, kind: s.spec.kind, mode: s.mode, model: s.model, key: key.name, heldMicro: s.holdMicro.toString() });
   sendJson(ctx.res, 200, { id, status: row.status, created: Math.floor(row.createdAt.getTime() / 1000) });
+
+  function insertAndHold() {
+    return rt.store.tx(async (q) => {
+      const inserted = await insertTask(q, {
+        id,
+        kind: s.spec.kind,
+        mode: s.mode,
+        status: s.spec.initialStatus,
+        keyHash: key.hash,
+        keyName: key.name,
+        account: key.account,
+        group: key.group.name,
+        model: s.model,
+        request: s.job,
+        requestHash,
+        ...(idem ? { idempotencyKey: idem } : {}),
+        ignored: s.ignored,
+        deadlineAt,
+        holdId,
+        holdMicro: s.holdMicro,
+        price: s.price,
+        ...(s.webhook ? { webhookUrl: s.webhook.url, webhookSecret: s.webhook.secret } : {}),
+        ...(upstream
+          ? { ignored: upstream.ignored, upstream: { backend: upstream.backend, upstreamId: upstream.upstreamId, state: upstream.state, pollInMs: rt.settings.pollIntervalMs } }
+          : {}),
+      });
+      if (!inserted) return undefined; // a concurrent submission took the Idempotency-Key first
+      if (s.holdMicro > 0n) {
+        // The task engine resolves task holds (at the latest at the deadline); the margin keeps
+        // the billing sweeper's view of an expiry consistent with that.
+        await hold(q, { account: key.account, holdId, amount: s.holdMicro, expiresAt: new Date(deadlineAt.getTime() + 3_600_000), purpose: 'task', meta: { task: id, model: s.model, key: key.name } });
+      }
+      return inserted;
+    });
+  }
 }
 
 async function replay(ctx: RequestContext, rt: TasksRuntime, earlier: TaskRow, requestHash: string): Promise<void> {

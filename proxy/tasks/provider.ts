@@ -28,8 +28,29 @@ export interface ImageJob {
   maskUrl?: string;
 }
 
-/** Video jobs join this union (issue "Video tasks"). */
-export type TaskJob = ImageJob;
+/**
+ * A video request, normalised (see videos/request.ts): defaults applied, aliases resolved and
+ * inputs the model cannot take already dropped (listed on the task as ignored).
+ */
+export interface VideoJob {
+  kind: 'video';
+  mode: 'text-to-video' | 'image-to-video' | 'video-to-video';
+  prompt: string;
+  /** Whole seconds asked for (and held for). */
+  duration: number;
+  /** "480p", "720p", "1080p": the price key of pricing.perSecond. */
+  resolution: string;
+  /** Reduced ratio, e.g. "16:9". */
+  aspectRatio: string;
+  /** Whether audio is generated (and paid for): asked and offered by the model. */
+  generateAudio: boolean;
+  firstFrameUrl?: string;
+  lastFrameUrl?: string;
+  referenceImageUrls: string[];
+  referenceVideoUrl?: string;
+}
+
+export type TaskJob = ImageJob | VideoJob;
 
 /** An input the gateway downloaded (through the URL guard) into a temporary file. */
 export interface LocalMedia {
@@ -73,12 +94,16 @@ export class ProviderError extends Error {
   }
 }
 
-export interface TaskProvider {
+/**
+ * An upstream adapter. `J` narrows the jobs it is given: supports() is asked first, so an
+ * adapter typed for ImageJob only ever receives image jobs.
+ */
+export interface TaskProvider<J extends TaskJob = TaskJob> {
   readonly name: string;
   supports(kind: TaskKind, mode: string): boolean;
   /** Job fields this provider cannot pass on: dropped and listed on the task as ignored. */
-  ignores?(job: TaskJob): string[];
-  submit(job: TaskJob, ctx: ProviderContext): Promise<ProviderOutcome>;
+  ignores?(job: J): string[];
+  submit(job: J, ctx: ProviderContext): Promise<ProviderOutcome>;
   /** Asynchronous providers: the state of an upstream task created by submit. */
   poll?(upstreamId: string, data: Record<string, unknown> | null, ctx: ProviderContext): Promise<ProviderOutcome>;
   /** Best effort: stop the upstream work of a cancelled task. */

@@ -70,14 +70,18 @@ export interface NewTask {
   price: Record<string, string>;
   webhookUrl?: string;
   webhookSecret?: string;
+  /** An upstream task already created at submission (videos): the worker polls it after pollInMs. */
+  upstream?: { backend: BackendRef; upstreamId: string; state: Record<string, unknown> | null; pollInMs: number };
 }
 
 /** Inserts the task; false when the key already has a task under this Idempotency-Key. */
 export async function insertTask(q: Queryable, t: NewTask): Promise<TaskRow | undefined> {
   const r = await q.query<Row>(
     `INSERT INTO tasks (id, kind, mode, status, key_hash, key_name, account, group_name, model, request, request_hash,
-                        idempotency_key, ignored, deadline_at, hold_id, hold_micro, price, webhook_url, webhook_secret)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
+                        idempotency_key, ignored, deadline_at, hold_id, hold_micro, price, webhook_url, webhook_secret,
+                        backend, upstream_id, upstream_state, attempts, next_run_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19,
+             $20, $21, $22, $23, now() + make_interval(secs => $24))
      ON CONFLICT (key_hash, idempotency_key) DO NOTHING RETURNING *`,
     [
       t.id,
@@ -99,6 +103,11 @@ export async function insertTask(q: Queryable, t: NewTask): Promise<TaskRow | un
       JSON.stringify(t.price),
       t.webhookUrl ?? null,
       t.webhookSecret ?? null,
+      t.upstream ? JSON.stringify(t.upstream.backend) : null,
+      t.upstream?.upstreamId ?? null,
+      t.upstream?.state ? JSON.stringify(t.upstream.state) : null,
+      t.upstream ? 1 : 0,
+      (t.upstream?.pollInMs ?? 0) / 1000,
     ],
   );
   return r.rows[0] ? toTask(r.rows[0]) : undefined;

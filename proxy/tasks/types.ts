@@ -1,3 +1,4 @@
+import type { Transform } from 'node:stream';
 import type { ProviderName } from '../../api/snapshot/index.js';
 
 /** The task engine's own vocabulary, shared by image and video tasks. */
@@ -82,4 +83,9 @@ export interface TaskKindSpec {
   charge(task: TaskRow, got: TaskYield): bigint;
   /** File extension for a result's content type when the upstream names none we know. */
   defaultExtension: string;
+  /**
+   * Reads what the kind bills from a result while it streams into storage (videos: the MP4's
+   * duration), for upstreams that report nothing. What the upstream reports wins.
+   */
+  measure?(): { tap: Transform; usage(): Record<string, number> };
 }

@@ -1,5 +1,6 @@
 import { badRequest } from '../../server/errors.js';
-import { checkUrlSyntax, type UrlPolicy } from '../../webhooks/guard.js';
+import type { UrlPolicy } from '../../webhooks/guard.js';
+import { mediaUrl as url, parseWebhook, pick, type Picked } from '../fields.js';
 import type { ImageJob } from '../provider.js';
 import { parseTier, resolveSize, type Tier } from './size.js';
 
@@ -38,7 +39,6 @@ const KNOWN = new Set([
 
 export const MAX_PROMPT = 32_000;
 export const MAX_IMAGES = 16;
-const MAX_URL = 4096;
 
 export const ENDPOINT: Record<ImageMode, string> = {
   generate: '/v1/images/generations',
@@ -46,33 +46,11 @@ export const ENDPOINT: Record<ImageMode, string> = {
   inpaint: '/v1/images/inpaint',
 };
 
-/** A field and its aliases: absent, or one value (aliases that disagree are a 400). */
-function pick(body: Record<string, unknown>, names: string[]): { name: string; value: unknown } | undefined {
-  let found: { name: string; value: unknown } | undefined;
-  for (const name of names) {
-    const value = body[name];
-    if (value === undefined || value === null) continue;
-    if (found && JSON.stringify(found.value) !== JSON.stringify(value)) {
-      throw badRequest(`${found.name} and ${name} are the same field and disagree; give one of them`, name);
-    }
-    found ??= { name, value };
-  }
-  return found;
-}
-
-function str(f: { name: string; value: unknown } | undefined, opts: { max?: number; required?: string } = {}): string | undefined {
+function str(f: Picked | undefined, opts: { max?: number; required?: string } = {}): string | undefined {
   if (!f) return undefined;
   if (typeof f.value !== 'string' || f.value.trim() === '') throw badRequest(`${f.name} must be a non-empty string`, f.name);
   if (opts.max && f.value.length > opts.max) throw badRequest(`${f.name} is longer than ${opts.max} characters`, f.name);
   return f.value;
-}
-
-function url(value: unknown, field: string, policy: UrlPolicy): string {
-  if (typeof value !== 'string' || value === '') throw badRequest(`${field} must be an http or https URL`, field);
-  if (value.length > MAX_URL) throw badRequest(`${field} is longer than ${MAX_URL} characters`, field);
-  const why = checkUrlSyntax(value, policy);
-  if (why) throw badRequest(`${field} ${why}`, field);
-  return value;
 }
 
 export function parseImageRequest(body: Record<string, unknown>, mode: ImageMode, policy: UrlPolicy): ImageSubmission {
@@ -129,17 +107,7 @@ export function parseImageRequest(body: Record<string, unknown>, mode: ImageMode
   if (mode === 'inpaint' && !maskUrl) throw badRequest(`mask_url is required by ${ENDPOINT.inpaint}: white marks the area to repaint`, 'mask_url');
   if (mode !== 'inpaint' && maskUrl) throw badRequest(`mask_url is only taken by ${ENDPOINT.inpaint}`, 'mask_url');
 
-  let webhook: ImageSubmission['webhook'];
-  const hookUrl = body.webhook_url;
-  const secret = body.webhook_secret;
-  if (hookUrl !== undefined && hookUrl !== null) {
-    const u = url(hookUrl, 'webhook_url', policy);
-    if (secret === undefined || secret === null || secret === '') throw badRequest('webhook_secret is required once webhook_url is set: deliveries are signed with it', 'webhook_secret');
-    if (typeof secret !== 'string' || secret.length > 512) throw badRequest('webhook_secret must be a string of at most 512 characters', 'webhook_secret');
-    webhook = { url: u, secret };
-  } else if (secret !== undefined && secret !== null) {
-    throw badRequest('webhook_secret is set but webhook_url is not', 'webhook_url');
-  }
+  const webhook = parseWebhook(body, policy);
 
   const job: ImageJob = {
     kind: 'image',

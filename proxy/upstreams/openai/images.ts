@@ -9,7 +9,7 @@ import { multipartBody, type Part } from './multipart.js';
  * url). Edits and inpaint download the client's image URLs and upload them as files; inpaint
  * adds the mask. OpenAI has no negative prompt: it is listed as ignored.
  */
-export const openaiImages: TaskProvider = {
+export const openaiImages: TaskProvider<ImageJob> = {
   name: 'openai',
   supports: (kind) => kind === 'image',
   ignores: (job) => (job.negativePrompt ? ['negative_prompt'] : []),

@@ -1,18 +1,20 @@
 import type { CompiledBackend } from '../../../api/snapshot/index.js';
-import type { ImageJob, ProviderContext, ProviderOutcome, ProviderOutput, TaskJob, TaskProvider } from '../../tasks/provider.js';
+import type { ImageJob, ProviderContext, ProviderOutcome, ProviderOutput, TaskJob, TaskProvider, VideoJob } from '../../tasks/provider.js';
 import { callProvider, openUrl, statusError, type ProviderResponse } from '../../tasks/provider-http.js';
 
 /**
  * Replicate's predictions API (https://api.replicate.com/v1): create, poll, cancel. The
  * backend's model is "owner/name" (the model's latest version) or "owner/name:version" or a
- * bare version id. Inputs follow the common image-model schema: prompt, negative_prompt,
+ * bare version id. Image inputs follow the common image-model schema: prompt, negative_prompt,
  * num_outputs, aspect_ratio, width/height (when the client gave pixels), resolution, quality,
- * image (first input), image_input (all inputs, when several), mask. Replicate fetches input
- * URLs itself, so nothing is downloaded here.
+ * image (first input), image_input (all inputs, when several), mask. Video inputs follow the
+ * common video-model schema (Veo, Seedance, Kling on Replicate): prompt, duration, resolution,
+ * aspect_ratio, generate_audio, image (first frame), last_frame, reference_images, video
+ * (reference video). Replicate fetches input URLs itself, so nothing is downloaded here.
  */
 export const replicate: TaskProvider = {
   name: 'replicate',
-  supports: (kind) => kind === 'image',
+  supports: (kind) => kind === 'image' || kind === 'video',
 
   async submit(job, ctx) {
     const { path, version } = createPath(ctx.backend.model);
@@ -51,6 +53,7 @@ function createPath(model: CompiledBackend['model']): { path: string; version?: 
 }
 
 function inputOf(job: TaskJob): Record<string, unknown> {
+  if (job.kind === 'video') return videoInputOf(job);
   const j: ImageJob = job;
   return {
     prompt: j.prompt,
@@ -63,6 +66,20 @@ function inputOf(job: TaskJob): Record<string, unknown> {
     ...(j.imageUrls.length > 0 ? { image: j.imageUrls[0] } : {}),
     ...(j.imageUrls.length > 1 ? { image_input: j.imageUrls } : {}),
     ...(j.maskUrl ? { mask: j.maskUrl } : {}),
+  };
+}
+
+function videoInputOf(j: VideoJob): Record<string, unknown> {
+  return {
+    prompt: j.prompt,
+    duration: j.duration,
+    resolution: j.resolution,
+    aspect_ratio: j.aspectRatio,
+    generate_audio: j.generateAudio,
+    ...(j.firstFrameUrl ? { image: j.firstFrameUrl } : {}),
+    ...(j.lastFrameUrl ? { last_frame: j.lastFrameUrl } : {}),
+    ...(j.referenceImageUrls.length > 0 ? { reference_images: j.referenceImageUrls } : {}),
+    ...(j.referenceVideoUrl ? { video: j.referenceVideoUrl } : {}),
   };
 }
 

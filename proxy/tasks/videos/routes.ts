@@ -1,0 +1,73 @@
+import { accountState, InsufficientCreditsError } from '../../billing/ledger.js';
+import { readJson } from '../../server/body.js';
+import { badRequest, GatewayError } from '../../server/errors.js';
+import type { RequestContext, Route } from '../../server/types.js';
+import type { UrlPolicy } from '../../webhooks/guard.js';
+import { cancelTaskHandler, getTaskHandler, submitTask, type TasksRuntime } from '../http.js';
+import { ProviderError } from '../provider.js';
+import { taskProvider } from '../providers.js';
+import { fitVideoRequest, type VideoCapabilities } from './capabilities.js';
+import { videoHold, videoKind, videoUnitPrice } from './pricing.js';
+import { parseVideoRequest, VIDEO_ENDPOINT } from './request.js';
+
+/** How long a submission waits for the upstream to accept the video before leaving it to the worker. */
+const START_TIMEOUT_MS = 30_000;
+
+/** Upstream error codes that mean "refused by the safety system". */
+const CONTENT_POLICY = /content_policy|moderation|safety|blocked/i;
+
+/**
+ * The video endpoints: the submission, the query and the cancel. Order of checks: body (400),
+ * model in the key's group (404), what the model offers (resolution 400; duration 404), price,
+ * the upstream's acceptance (a refusal is a 400), then the hold (402).
+ */
+export function videoRoutes(rt: TasksRuntime, policy: () => UrlPolicy): Route[] {
+  return [
+    { method: 'POST', path: VIDEO_ENDPOINT, shape: 'openai', auth: 'key', handler: (ctx) => submitVideo(ctx, rt, policy()) },
+    { method: 'GET', path: `${VIDEO_ENDPOINT}/:id`, shape: 'openai', auth: 'key', handler: (ctx) => getTaskHandler(ctx, rt, 'video') },
+    { method: 'POST', path: `${VIDEO_ENDPOINT}/:id/cancel`, shape: 'openai', auth: 'key', handler: (ctx) => cancelTaskHandler(ctx, rt, 'video') },
+  ];
+}
+
+async function submitVideo(ctx: RequestContext, rt: TasksRuntime, policy: UrlPolicy): Promise<void> {
+  const { json } = await readJson(ctx);
+  const req = parseVideoRequest(json, policy);
+  const key = ctx.key!;
+  const entry = key.group.entries.get(req.model);
+  if (!entry || entry.model.type !== 'video') {
+    throw new GatewayError('model_not_found', `model "${req.model}" is not a video model of this key's group`, { param: 'model' });
+  }
+  const { job, ignored } = fitVideoRequest(req, req.model, entry.model.capabilities as VideoCapabilities, [...entry.prices.perSecond.keys()]);
+  if (!entry.model.backends.some((b) => taskProvider(b.provider, 'video', job.mode))) {
+    throw new GatewayError('not_implemented', `model "${req.model}" has no backend that runs video tasks`, { param: 'model' });
+  }
+  const unit = videoUnitPrice(entry.prices, job);
+  if ('offered' in unit) throw badRequest(`resolution ${job.resolution} is not offered for model "${req.model}" (offered: ${unit.offered.join(', ')})`, 'resolution');
+  const holdMicro = videoHold(unit, job.duration);
+
+  await submitTask(ctx, rt, {
+    spec: videoKind,
+    mode: job.mode,
+    model: req.model,
+    job,
+    ignored,
+    price: { perSecond: unit.perSecond.toString(), audioPerSecond: unit.audioPerSecond.toString(), resolution: job.resolution },
+    holdMicro,
+    ...(req.webhook ? { webhook: req.webhook } : {}),
+    async start(taskId) {
+      // Cheap check first, so an account that cannot pay does not start upstream work; the hold
+      // in the same transaction as the row stays the one that counts.
+      if (holdMicro > 0n) {
+        const acct = await accountState(rt.store, key.account);
+        if (acct.balance - acct.held < holdMicro) throw new InsufficientCreditsError(key.account, holdMicro);
+      }
+      try {
+        return await rt.engine.startUpstream({ taskId, model: req.model, kind: 'video', mode: job.mode, job, ignored, signal: AbortSignal.timeout(START_TIMEOUT_MS) });
+      } catch (err) {
+        if (!(err instanceof ProviderError)) throw err;
+        if (CONTENT_POLICY.test(err.code)) throw badRequest(`the video was blocked by the upstream's safety policy (${err.code}): ${err.message}`, 'prompt');
+        throw badRequest(`the upstream refused this video (${err.code}): ${err.message}`);
+      }
+    },
+  });
+}
