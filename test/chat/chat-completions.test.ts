@@ -1,19 +1,37 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiKey, chatRoute, group } from '../support/resources.js';
+import { createServer } from 'node:net';
 import { startStack, waitFor, type Stack } from '../support/stack.js';
+import { RecordingBilling, rid } from './support.js';
 
 const KEY = 'sk-service-chat-test';
+const billing = new RecordingBilling();
 let stack: Stack;
 let client: OpenAI;
 
+/** A loopback port with nothing listening on it. */
+async function deadPort(): Promise<number> {
+  const srv = createServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
+  const { port } = srv.address() as { port: number };
+  await new Promise<void>((r) => srv.close(() => r()));
+  return port;
+}
+
 beforeAll(async () => {
-  stack = await startStack((sim) => [
-    chatRoute('sim-gpt', `${sim}/v1`, { backend: { model: 'gpt-sim' } }),
-    chatRoute('other', `${sim}/v1`),
-    group('g', ['sim-gpt']),
-    apiKey('k', KEY, 'g'),
-  ]);
+  const dead = await deadPort();
+  stack = await startStack(
+    (sim) => [
+      chatRoute('sim-gpt', `${sim}/v1`, { backend: { model: 'gpt-sim' } }),
+      chatRoute('other', `${sim}/v1`),
+      chatRoute('unreachable', `http://127.0.0.1:${dead}/v1`),
+      chatRoute('impatient', `${sim}/v1`, { backend: { timeoutSeconds: 1 } }),
+      group('g', ['sim-gpt', 'unreachable', 'impatient']),
+      apiKey('k', KEY, 'g'),
+    ],
+    { billing: billing.factory },
+  );
   client = new OpenAI({ baseURL: `${stack.gw.url}/v1`, apiKey: KEY, maxRetries: 0 });
 });
 afterAll(() => stack.close());
@@ -35,7 +53,8 @@ describe('POST /v1/chat/completions through the gateway (openai SDK)', () => {
 
   it('streaming: chunks arrive as sent, the last content frame carries usage, [DONE] ends it', async () => {
     const marker = `s-${Date.now()}`;
-    const s = await client.chat.completions.create({ model: 'sim-gpt', stream: true, messages: [{ role: 'user', content: `hi ${marker}` }] });
+    const id = rid('c-stream');
+    const s = await client.chat.completions.create({ model: 'sim-gpt', stream: true, messages: [{ role: 'user', content: `hi ${marker}` }] }, { headers: { 'x-request-id': id } });
     let text = '';
     let usage: OpenAI.CompletionUsage | undefined | null;
     for await (const chunk of s) {
@@ -44,6 +63,7 @@ describe('POST /v1/chat/completions through the gateway (openai SDK)', () => {
     }
     expect(text.split(' ')).toHaveLength(12);
     expect(usage?.completion_tokens).toBe(12);
+    expect(billing.settled(id)).toMatchObject({ status: 'ok', usageSource: 'reported', usage: { inputTokens: usage!.prompt_tokens, outputTokens: 12 } });
     const upstream = JSON.parse(stack.sim.recorder.find(marker)[0]!.body.toString()) as { stream_options: { include_usage: boolean } };
     expect(upstream.stream_options.include_usage).toBe(true);
   });
@@ -95,5 +115,58 @@ describe('POST /v1/chat/completions through the gateway (openai SDK)', () => {
     } finally {
       stack.sim.context.chunkDelayMs = 0;
     }
+  });
+
+  it('tool call round trip with streamed arguments; the tool message reaches the upstream unchanged', async () => {
+    const tools: OpenAI.ChatCompletionTool[] = [
+      { type: 'function', function: { name: 'add', parameters: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'] } } },
+    ];
+    const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: 'user', content: 'add 1 and 1' }];
+    const s = await client.chat.completions.create({ model: 'sim-gpt', stream: true, tools, tool_choice: 'required', messages });
+    let args = '';
+    let name = '';
+    let callId = '';
+    let finish: string | null = null;
+    for await (const chunk of s) {
+      const call = chunk.choices[0]?.delta.tool_calls?.[0];
+      if (call?.function?.name) name = call.function.name;
+      if (call?.id) callId = call.id;
+      args += call?.function?.arguments ?? '';
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+    }
+    expect(finish).toBe('tool_calls');
+    expect(name).toBe('add');
+    expect(JSON.parse(args)).toEqual({ a: 1, b: 1 });
+    messages.push({ role: 'assistant', content: null, tool_calls: [{ id: callId, type: 'function', function: { name, arguments: args } }] }, { role: 'tool', tool_call_id: callId, content: '2' });
+    const id = rid('c-tool');
+    const r = await client.chat.completions.create({ model: 'sim-gpt', tools, messages }, { headers: { 'x-request-id': id } });
+    expect(r.choices[0]!.finish_reason).toBe('stop');
+    expect(r.choices[0]!.message.content).toMatch(/\.$/);
+    const up = stack.sim.recorder.all().find((x) => x.headers['x-request-id'] === id)!;
+    expect((JSON.parse(up.body.toString()) as { messages: unknown[] }).messages).toEqual(messages);
+  });
+
+  it("the upstream's in-stream error frame ends the stream and the SDK raises it", async () => {
+    const id = rid('c-fail');
+    const s = await client.chat.completions.create({ model: 'sim-gpt', stream: true, messages: [{ role: 'user', content: '[sim:fail] go' }] }, { headers: { 'x-request-id': id } });
+    const read = async () => {
+      for await (const _ of s) void _;
+    };
+    await expect(read()).rejects.toThrow(/simulated/);
+    expect(billing.settled(id)).toMatchObject({ status: 'upstream_error', usageSource: 'estimated' });
+  });
+
+  it('an unreachable upstream is 502 and a slow one 504, in the OpenAI error shape, settled once', async () => {
+    const id = rid('c-502');
+    await expect(client.chat.completions.create({ model: 'unreachable', messages: [{ role: 'user', content: 'x' }] }, { headers: { 'x-request-id': id } })).rejects.toMatchObject({
+      status: 502,
+      code: 'upstream_unavailable',
+      type: 'api_error',
+    });
+    expect(billing.settled(id)).toMatchObject({ status: 'upstream_error', httpStatus: 502 });
+    await expect(client.chat.completions.create({ model: 'impatient', messages: [{ role: 'user', content: '[sim:slow=1500] x' }] })).rejects.toMatchObject({
+      status: 504,
+      code: 'upstream_timeout',
+    });
   });
 });
