@@ -23,7 +23,7 @@ function resources(sim: string) {
   return [
     // 1 and 2 micro-credits a token: holds and costs are easy to follow.
     chatRoute('m', `${sim}/v1`, { pricing: { inputPerMillion: '1', outputPerMillion: '2' } }),
-    chatRoute('claude', `${sim}/v1`, { backend: { provider: 'anthropic' }, pricing: { inputPerMillion: '1', outputPerMillion: '2' } }),
+    chatRoute('claude', sim, { backend: { provider: 'anthropic' }, pricing: { inputPerMillion: '1', outputPerMillion: '2' } }),
     group('g', ['m', 'claude']),
     apiKey('load', KEY, 'g', { account: 'load' }),
     apiKey('limited', LIMITED, 'g', { account: 'rich', spendLimit: '0.00009' }),
