@@ -4,96 +4,15 @@ import { accountState, verifyLedger } from '../../proxy/billing/ledger.js';
 import type { Gateway } from '../../proxy/gateway.js';
 import type { Store } from '../../proxy/store/index.js';
 import { startSimulator, type Simulator } from '../../simulator/index.js';
-import { API, apiKey, group } from '../support/resources.js';
 import { disposeStore, storeCases } from '../support/stores.js';
-import { C, client, grant, imageRoute, KEY, OTHER_KEY, startReceiver, startTasksGateway, waitUntil, type Received, type TaskBody } from './support.js';
+import { C, grant, OTHER_KEY, startReceiver, startTasksGateway, waitUntil, type Received } from './support.js';
+import { AUDIO, mp4Boxes, P1080, P720, POOR, videoClient, videoResources } from './videos-support.js';
 
 const SECRET = 'whsec-video-test';
-const POOR = 'sk-service-videos-poor';
-const V = '/v1/videos/generations';
 const FRAME = 'https://media.example.com/first.png';
 const LAST = 'https://media.example.com/last.png';
 const REF = 'https://media.example.com/ref.png';
 const CLIP = 'https://media.example.com/clip.mp4';
-
-/** Per-second prices of these tests, in micro-credits: 720p 0.10, 1080p 0.20, audio 0.02. */
-const P720 = 100_000n;
-const P1080 = 200_000n;
-const AUDIO = 20_000n;
-
-export function videoRoute(name: string, provider: 'openai' | 'replicate', baseURL: string, spec: Record<string, unknown> = {}) {
-  const { model, ...rest } = spec as { model?: string };
-  return {
-    apiVersion: API,
-    kind: 'ModelRoute',
-    metadata: { name },
-    spec: {
-      type: 'video',
-      backends: [{ provider, baseURL, ...(model ? { model } : {}) }],
-      pricing: { perSecond: { '480p': '0.05', '720p': '0.10', '1080p': '0.20' }, audioPerSecond: '0.02' },
-      capabilities: { firstFrame: true, lastFrame: true, referenceImages: true, referenceVideo: true, audio: true, resolutions: ['480p', '720p', '1080p'], minDuration: 4, maxDuration: 20 },
-      ...rest,
-    },
-  };
-}
-
-export function videoResources(s: string): object[] {
-  return [
-    videoRoute('vid-openai', 'openai', `${s}/v1`, { model: 'video-sim' }),
-    videoRoute('vid-sora', 'openai', `${s}/v1`, { model: 'sora-2' }),
-    videoRoute('vid-replicate', 'replicate', `${s}/v1`, { model: 'sim/veo' }),
-    videoRoute('vid-plain', 'openai', `${s}/v1`, { model: 'video-sim', capabilities: {}, pricing: { perSecond: { '720p': '0.10' }, audioPerSecond: '0.02' } }),
-    imageRoute('img', 'openai', `${s}/v1`),
-    group('g', ['vid-openai', 'vid-sora', 'vid-replicate', 'vid-plain', 'img']),
-    apiKey('k', KEY, 'g', { account: 'acct' }),
-    apiKey('other', OTHER_KEY, 'g', { account: 'other-acct' }),
-    apiKey('poor', POOR, 'g', { account: 'poor' }),
-  ];
-}
-
-/** The video endpoints over the task client (the submission, query and cancel paths of videos). */
-export function videoClient(base: string, key = KEY) {
-  const c = client(base, key);
-  return {
-    ...c,
-    submit: (body: unknown, headers?: Record<string, string>) => c.call('POST', V, body, headers),
-    get: (id: string) => c.call('GET', `${V}/${id}`),
-    cancel: (id: string) => c.call('POST', `${V}/${id}/cancel`),
-    async until(id: string, ms = 20_000): Promise<TaskBody & { mode?: string }> {
-      const end = Date.now() + ms;
-      for (;;) {
-        const r = await c.call('GET', `${V}/${id}`);
-        if (r.status !== 200) throw new Error(`GET ${id}: ${r.status} ${JSON.stringify(r.json)}`);
-        if (['succeeded', 'failed', 'cancelled'].includes(r.json.status)) return r.json;
-        expect(r.json.status).toBe('processing');
-        if (Date.now() > end) throw new Error(`task ${id} still ${r.json.status} after ${ms} ms`);
-        await new Promise((res) => setTimeout(res, 20));
-      }
-    },
-  };
-}
-
-/** Top-level ISO-BMFF boxes and the movie header's duration, read independently of the simulator's writer. */
-export function mp4Boxes(b: Buffer): { types: string[]; seconds: number } {
-  const types: string[] = [];
-  let seconds = NaN;
-  const walk = (from: number, to: number, depth: number) => {
-    for (let pos = from; pos < to; ) {
-      const size = b.readUInt32BE(pos);
-      const type = b.toString('latin1', pos + 4, pos + 8);
-      expect(size).toBeGreaterThanOrEqual(8);
-      if (depth === 0) types.push(type);
-      if (type === 'moov') walk(pos + 8, pos + size, depth + 1);
-      if (type === 'mvhd') {
-        expect(b[pos + 8]).toBe(0); // version 0: 32-bit times
-        seconds = b.readUInt32BE(pos + 24) / b.readUInt32BE(pos + 20);
-      }
-      pos += size;
-    }
-  };
-  walk(0, b.length, 0);
-  return { types, seconds };
-}
 
 function verified(r: Received): boolean {
   const want = Buffer.from(`sha256=${createHmac('sha256', SECRET).update(r.body).digest('hex')}`);
