@@ -11,6 +11,7 @@ const COMMANDS: Record<string, () => Promise<{ command: Command }>> = {
   serve: () => import('./commands/serve.js'),
   simulate: () => import('./commands/simulate.js'),
   keys: () => import('./commands/keys.js'),
+  credits: () => import('./commands/credits.js'),
   crds: () => import('./commands/crds.js'),
   operator: () => import('./commands/operator.js'),
 };
@@ -19,6 +20,7 @@ const SUMMARIES: Record<string, string> = {
   serve: 'run the gateway (API and admin ports)',
   simulate: 'run the offline upstream simulator',
   keys: 'create API keys (prints the key once and its ApiKey manifest)',
+  credits: 'grant credits, read an account, list usage (through the admin API)',
   crds: 'print or write the CustomResourceDefinitions',
   operator: 'run the Kubernetes operator (CRDs -> config snapshots over gRPC)',
 };
