@@ -7,7 +7,8 @@ import { parse as parseYaml } from 'yaml';
  * An in-memory Kubernetes API server for tests and local trials: plain HTTP, no auth. It speaks
  * what the operator (@kubernetes/client-node) and a real kubectl need: legacy discovery, CRDs that
  * become served resources (status subresource, printer columns, Table output), namespaces,
- * secrets, configmaps, events, leases, list/watch with one global resourceVersion, bookmarks, 410
+ * secrets, configmaps, events, leases (and, stored only, services, deployments, HPAs and RBAC),
+ * list/watch with one global resourceVersion, bookmarks, 410
  * for a too-old resourceVersion, merge / JSON / strategic-merge (as merge) patches, server-side
  * apply (as merge), label and field selectors, owner-reference garbage collection.
  * Not modelled: schema validation and pruning, admission, finalizers, pagination.
@@ -108,6 +109,14 @@ const BUILTINS: ResourceType[] = [
   builtin({ plural: 'serviceaccounts', kind: 'ServiceAccount', shortNames: ['sa'], columns: [AGE] }),
   builtin({ group: 'events.k8s.io', plural: 'events', kind: 'Event', shortNames: ['ev'], columns: [AGE] }),
   builtin({ group: 'coordination.k8s.io', plural: 'leases', kind: 'Lease', columns: [{ name: 'Holder', type: 'string', cell: (o) => o.spec?.holderIdentity ?? '' }, AGE] }),
+  // Stored only (nothing runs them), so that the manifests of a whole installation apply.
+  builtin({ plural: 'services', kind: 'Service', shortNames: ['svc'], statusSubresource: true, columns: [{ name: 'Type', type: 'string', cell: (o) => o.spec?.type ?? 'ClusterIP' }, { name: 'Ports', type: 'string', cell: (o) => ((o.spec?.ports ?? []) as Obj[]).map((p) => `${p.port}/${p.protocol ?? 'TCP'}`).join(',') }, AGE] }),
+  builtin({ group: 'apps', plural: 'deployments', kind: 'Deployment', shortNames: ['deploy'], statusSubresource: true, generation: true, columns: [{ name: 'Ready', type: 'string', cell: (o) => `${o.status?.readyReplicas ?? 0}/${o.spec?.replicas ?? 1}` }, AGE] }),
+  builtin({ group: 'autoscaling', version: 'v2', plural: 'horizontalpodautoscalers', kind: 'HorizontalPodAutoscaler', shortNames: ['hpa'], statusSubresource: true, generation: true, columns: [{ name: 'Reference', type: 'string', cell: (o) => `${o.spec?.scaleTargetRef?.kind ?? ''}/${o.spec?.scaleTargetRef?.name ?? ''}` }, AGE] }),
+  builtin({ group: 'rbac.authorization.k8s.io', plural: 'roles', kind: 'Role', columns: [AGE] }),
+  builtin({ group: 'rbac.authorization.k8s.io', plural: 'rolebindings', kind: 'RoleBinding', columns: [{ name: 'Role', type: 'string', cell: (o) => `${o.roleRef?.kind ?? ''}/${o.roleRef?.name ?? ''}` }, AGE] }),
+  builtin({ group: 'rbac.authorization.k8s.io', plural: 'clusterroles', kind: 'ClusterRole', namespaced: false, columns: [AGE] }),
+  builtin({ group: 'rbac.authorization.k8s.io', plural: 'clusterrolebindings', kind: 'ClusterRoleBinding', namespaced: false, columns: [{ name: 'Role', type: 'string', cell: (o) => `${o.roleRef?.kind ?? ''}/${o.roleRef?.name ?? ''}` }, AGE] }),
   builtin({ group: 'apiextensions.k8s.io', plural: 'customresourcedefinitions', kind: 'CustomResourceDefinition', namespaced: false, shortNames: ['crd', 'crds'], statusSubresource: true, generation: true, columns: [{ name: 'Created At', type: 'string', format: 'date-time', cell: (o) => o.metadata?.creationTimestamp }] }),
 ];
 

@@ -80,17 +80,18 @@ export interface Cluster {
   close(): Promise<void>;
 }
 
-export async function startCluster(opts: { historySize?: number } = {}): Promise<Cluster> {
-  const api = await startKubeApi(opts);
+/** `crds: false` / `namespace: false` leave those to the test (kubectl applies them). */
+export async function startCluster(opts: { historySize?: number; crds?: boolean; namespace?: boolean } = {}): Promise<Cluster> {
+  const api = await startKubeApi({ historySize: opts.historySize });
   const kc = kubeConfigFor(api.url);
   const core = kc.makeApiClient(CoreV1Api);
   const custom = kc.makeApiClient(CustomObjectsApi);
   const ext = kc.makeApiClient(ApiextensionsV1Api);
   const crdDir = join(ROOT, 'crds');
-  for (const f of (await readdir(crdDir)).filter((x) => x.endsWith('.yaml')).sort()) {
+  for (const f of opts.crds === false ? [] : (await readdir(crdDir)).filter((x) => x.endsWith('.yaml')).sort()) {
     await ext.createCustomResourceDefinition({ body: parseYaml(await readFile(join(crdDir, f), 'utf8')) as V1CustomResourceDefinition });
   }
-  await core.createNamespace({ body: { metadata: { name: NS } } });
+  if (opts.namespace !== false) await core.createNamespace({ body: { metadata: { name: NS } } });
   const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
   const plural = (kind: Kind) => KIND_INFO[kind].plural;
   const cluster: Cluster = {
