@@ -1,0 +1,48 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { accountState, credit, hold, verifyLedger } from '../../proxy/billing/ledger.js';
+import { sweepExpiredHolds } from '../../proxy/billing/sweeper.js';
+import type { Store } from '../../proxy/store/index.js';
+import { disposeStore, storeCases } from '../support/stores.js';
+import { C } from './support.js';
+
+/** Sweepers of several replicas at once release each expired hold exactly once, and only theirs. */
+for (const sc of storeCases()) {
+  describe(`the hold sweeper on ${sc.name}`, () => {
+    let store: Store;
+    beforeAll(async () => {
+      store = await sc.open();
+    });
+    afterAll(() => disposeStore(store));
+
+    it('three concurrent sweepers release 30 expired leases once each; live leases and task holds stay', async () => {
+      await store.tx((q) => credit(q, { account: 'a', operationId: 'g', amount: 100n * C }));
+      const past = new Date(Date.now() - 1000);
+      const future = new Date(Date.now() + 60_000);
+      await store.tx(async (q) => {
+        for (let i = 0; i < 30; i++) await hold(q, { account: 'a', holdId: `lease:dead:${i}`, amount: C, expiresAt: past, purpose: 'lease', owner: 'dead' });
+        await hold(q, { account: 'a', holdId: 'lease:alive', amount: C, expiresAt: future, purpose: 'lease', owner: 'alive' });
+        await hold(q, { account: 'a', holdId: 'task:t1', amount: C, expiresAt: past, purpose: 'task' });
+      });
+      expect(await accountState(store, 'a')).toEqual({ balance: 100n * C, held: 32n * C });
+
+      // Small batches so the sweepers really interleave.
+      const counts = await Promise.all([sweepExpiredHolds(store, 7), sweepExpiredHolds(store, 7), sweepExpiredHolds(store, 7)]);
+      let total = counts.reduce((a, b) => a + b, 0);
+      while (total < 30) {
+        const n = await sweepExpiredHolds(store, 7);
+        expect(n).toBeGreaterThan(0);
+        total += n;
+      }
+      expect(total).toBe(30);
+      expect(await sweepExpiredHolds(store)).toBe(0);
+
+      const releases = await store.query<{ hold_id: string; n: unknown }>("SELECT hold_id, COUNT(*) AS n FROM ledger WHERE kind = 'release' GROUP BY hold_id");
+      expect(releases.rows).toHaveLength(30);
+      expect(releases.rows.every((r) => Number(r.n) === 1 && r.hold_id.startsWith('lease:dead:'))).toBe(true);
+      const open = await store.query<{ hold_id: string }>('SELECT hold_id FROM holds ORDER BY hold_id');
+      expect(open.rows.map((r) => r.hold_id)).toEqual(['lease:alive', 'task:t1']);
+      expect(await accountState(store, 'a')).toEqual({ balance: 100n * C, held: 2n * C });
+      expect(await verifyLedger(store)).toEqual([]);
+    });
+  });
+}
