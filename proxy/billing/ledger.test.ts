@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { disposeStore, storeCases } from '../../test/support/stores.js';
-import { accountState, capture, credit, hold, InsufficientCreditsError, release, verifyLedger } from './ledger.js';
+import { accountState, capture, checkKeySpend, credit, extendHold, hold, InsufficientCreditsError, keySpent, release, SpendLimitError, verifyLedger } from './ledger.js';
 
 const C = 1_000_000n; // one credit
 const later = () => new Date(Date.now() + 60_000);
@@ -46,6 +46,48 @@ for (const c of storeCases()) {
         await store.tx((q) => capture(q, { holdId: 'lease', operationId: 'r3', amount: 2n * C, close: false }));
         expect(await accountState(store, 'b')).toEqual({ balance: C, held: 0n });
         expect(await store.tx((q) => release(q, { holdId: 'lease' }))).toBe(0n);
+        expect(await verifyLedger(store)).toEqual([]);
+      } finally {
+        await disposeStore(store);
+      }
+    });
+
+    it('a lease grows by top-up rows under the same check; replays and top-ups of a released lease change nothing', async () => {
+      const store = await c.open();
+      try {
+        await store.tx((q) => credit(q, { account: 'd', operationId: 'g', amount: 5n * C }));
+        await store.tx((q) => hold(q, { account: 'd', holdId: 'L', amount: C, expiresAt: later(), purpose: 'lease', owner: 'r' }));
+        expect(await store.tx((q) => extendHold(q, { holdId: 'L', operationId: 'L:topup:1', amount: 2n * C, expiresAt: later() }))).toBe(true);
+        expect(await store.tx((q) => extendHold(q, { holdId: 'L', operationId: 'L:topup:1', amount: 2n * C, expiresAt: later() }))).toBe(false);
+        expect(await accountState(store, 'd')).toEqual({ balance: 5n * C, held: 3n * C });
+        await expect(store.tx((q) => extendHold(q, { holdId: 'L', operationId: 'L:topup:2', amount: 3n * C, expiresAt: later() }))).rejects.toBeInstanceOf(InsufficientCreditsError);
+        await store.tx((q) => capture(q, { holdId: 'L', operationId: 'c1', amount: C, close: false }));
+        expect(await verifyLedger(store)).toEqual([]);
+        expect(await store.tx((q) => release(q, { holdId: 'L' }))).toBe(2n * C);
+        expect(await store.tx((q) => extendHold(q, { holdId: 'L', operationId: 'L:topup:3', amount: C, expiresAt: later() }))).toBeNull();
+        expect(await accountState(store, 'd')).toEqual({ balance: 4n * C, held: 0n });
+        expect(await verifyLedger(store)).toEqual([]);
+      } finally {
+        await disposeStore(store);
+      }
+    });
+
+    it("a key's open holds and captures count towards its spend limit", async () => {
+      const store = await c.open();
+      try {
+        await store.tx((q) => credit(q, { account: 'e', operationId: 'g', amount: 10n * C }));
+        const submit = (id: string, amount: bigint) =>
+          store.tx(async (q) => {
+            await checkKeySpend(q, 'kh', amount, 3n * C);
+            await hold(q, { account: 'e', holdId: id, amount, expiresAt: later(), purpose: 'task', keyHash: 'kh' });
+          });
+        await submit('t1', 2n * C);
+        await expect(submit('t2', 2n * C)).rejects.toBeInstanceOf(SpendLimitError);
+        await store.tx((q) => capture(q, { holdId: 't1', amount: C }));
+        expect(await keySpent(store, 'kh')).toBe(C);
+        await submit('t3', 2n * C);
+        await expect(submit('t4', 1n)).rejects.toMatchObject({ code: 'spend_limit_reached', status: 402 });
+        expect(await accountState(store, 'e')).toEqual({ balance: 9n * C, held: 2n * C });
         expect(await verifyLedger(store)).toEqual([]);
       } finally {
         await disposeStore(store);

@@ -151,6 +151,12 @@ export async function checkKeySpend(q: Queryable, keyHash: string, amount: bigin
   if (big(row?.spent) + big(row?.open) + amount > limit) throw new SpendLimitError(limit);
 }
 
+/** hold() for one key's request: refused with SpendLimitError first when the key has a spend limit. */
+export async function holdForKey(q: Queryable, h: HoldInput & { keyHash: string }, spendLimit: bigint | undefined): Promise<boolean> {
+  if (spendLimit !== undefined) await checkKeySpend(q, h.keyHash, h.amount, spendLimit);
+  return hold(q, h);
+}
+
 /** The key's captured spend (micro-credits). */
 export async function keySpent(q: Queryable, keyHash: string): Promise<bigint> {
   const r = await q.query<{ spent: unknown }>('SELECT spent FROM key_spend WHERE key_hash = $1', [keyHash]);

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { hold } from '../billing/ledger.js';
+import { holdForKey } from '../billing/ledger.js';
 import { badRequest, GatewayError } from '../server/errors.js';
 import { sendJson } from '../server/render.js';
 import type { RequestContext } from '../server/types.js';
@@ -107,7 +107,7 @@ export async function submitTask(ctx: RequestContext, rt: TasksRuntime, s: Submi
       if (s.holdMicro > 0n) {
         // The task engine resolves task holds (at the latest at the deadline); the margin keeps
         // the billing sweeper's view of an expiry consistent with that.
-        await hold(q, { account: key.account, holdId, amount: s.holdMicro, expiresAt: new Date(deadlineAt.getTime() + 3_600_000), purpose: 'task', meta: { task: id, model: s.model, key: key.name } });
+        await holdForKey(q, { account: key.account, holdId, amount: s.holdMicro, expiresAt: new Date(deadlineAt.getTime() + 3_600_000), purpose: 'task', keyHash: key.hash, meta: { task: id, model: s.model, key: key.name } }, key.spendLimitMicro);
       }
       return inserted;
     });
