@@ -11,7 +11,8 @@ import { parse as parseYaml } from 'yaml';
  * list/watch with one global resourceVersion, bookmarks, 410
  * for a too-old resourceVersion, merge / JSON / strategic-merge (as merge) patches, server-side
  * apply (as merge), label and field selectors, owner-reference garbage collection.
- * Not modelled: schema validation and pruning, admission, finalizers, pagination.
+ * Not modelled: schema validation and pruning, admission, finalizers, pagination, protobuf
+ * bodies (kubectl create namespace/secret send them and get 415: use kubectl apply -f).
  */
 
 type Obj = Record<string, any>;
@@ -308,6 +309,11 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
     const q = url.searchParams;
     const store = storeOf(rt);
     const body = ['POST', 'PUT', 'PATCH'].includes(method) ? await readBody(req) : undefined;
+    // kubectl's generators (kubectl create namespace / secret ...) send protobuf, which is not
+    // modelled: say so plainly instead of failing to parse it (kubectl apply -f sends JSON).
+    if (body !== undefined && /protobuf|cbor/.test(req.headers['content-type'] ?? '')) {
+      return sendStatus(res, 415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml (this test server does not read protobuf: use kubectl apply -f)`);
+    }
     const dryRun = q.has('dryRun');
 
     if (!name) {
