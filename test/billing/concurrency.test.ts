@@ -7,7 +7,7 @@ import { toPrices } from '../../proxy/config/runtime.js';
 import { estimateTokens } from '../../proxy/ir/usage.js';
 import { apiKey, chatRoute, group } from '../support/resources.js';
 import { storeCases } from '../support/stores.js';
-import { billingStack, books, C, type BillingStack } from './support.js';
+import { billingStack, books, C, until, type BillingStack } from './support.js';
 
 /**
  * Admission under load: every request is admitted against credits that are really there, the
@@ -83,6 +83,55 @@ for (const sc of storeCases()) {
       expect(b.balance).toBe(b.grants - b.usageCredits);
       expect(b.balance).toBe(100n * hold - expected);
       expect(b.violations).toEqual([]);
+    }, 60_000);
+  });
+
+  describe(`two replicas sharing an account on ${sc.name}`, () => {
+    let a: BillingStack;
+    let b: BillingStack;
+    beforeAll(async () => {
+      a = await billingStack(sc, resources, { idleMs: 300 });
+      b = await billingStack({ shared: a.store }, resources, { idleMs: 300 });
+    });
+    afterAll(async () => {
+      await b?.dispose();
+      await a?.dispose();
+    });
+
+    it('lease slices of one account: together they never admit more than it holds, and idle leases go back', async () => {
+      const hold = chatHold(prices, estimateTokens(Buffer.byteLength(body(0))), MAX_TOKENS);
+      await a.grant('load', 60n * hold, 'shared-grant');
+      a.sim.context.latencyMs = 1_500;
+      b.sim.context.latencyMs = 1_500;
+      const fire = (s: BillingStack, from: number) =>
+        Array.from({ length: 100 }, async (_, i) => {
+          const r = await request(`${s.gw.url}/v1/chat/completions`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+            body: body(from + i),
+          });
+          await r.body.dump();
+          return r.statusCode;
+        });
+      const statuses = await Promise.all([...fire(a, 0), ...fire(b, 1000)]);
+      a.sim.context.latencyMs = 0;
+      b.sim.context.latencyMs = 0;
+      const ok = statuses.filter((x) => x === 200).length;
+      expect(statuses.filter((x) => x !== 200 && x !== 402)).toEqual([]);
+      // Both replicas served: neither lease starved the other.
+      expect(a.sim.recorder.find('load ').length).toBeGreaterThan(0);
+      expect(b.sim.recorder.find('load ').length).toBeGreaterThan(0);
+      expect(ok).toBeLessThanOrEqual(60);
+      // Slices cut at halves may strand less than one hold per replica.
+      expect(ok).toBeGreaterThanOrEqual(58);
+      expect(a.sim.recorder.find('load ').length + b.sim.recorder.find('load ').length).toBe(ok);
+
+      // Idle leases are handed back without a shutdown.
+      const settled = await until(() => books(a.store, 'load'), (x) => x.held === 0n, 10_000, 'idle leases to be handed back');
+      expect(settled.openHolds).toBe(0);
+      expect(settled.usageRecords).toBe(ok);
+      expect(settled.balance).toBe(settled.grants - settled.usageCredits);
+      expect(settled.violations).toEqual([]);
     }, 60_000);
   });
 

@@ -15,9 +15,13 @@ export interface BillingStack extends Stack {
   dispose(): Promise<void>;
 }
 
-/** A gateway + simulator metered by the real engine on the given store; no credits unless granted. */
-export async function billingStack(sc: StoreCase, resources: (sim: string) => object[], settings: Partial<BillingSettings> = {}): Promise<BillingStack> {
-  const store = await sc.open();
+/**
+ * A gateway + simulator metered by the real engine on a fresh store of the case (or on a store
+ * another stack already uses: a second replica); no credits unless granted.
+ */
+export async function billingStack(sc: StoreCase | { shared: Store }, resources: (sim: string) => object[], settings: Partial<BillingSettings> = {}): Promise<BillingStack> {
+  const store = 'shared' in sc ? sc.shared : await sc.open();
+  const owned = !('shared' in sc);
   let engine: BillingEngine | undefined;
   const stack = await startStack(resources, {
     store,
@@ -37,7 +41,7 @@ export async function billingStack(sc: StoreCase, resources: (sim: string) => ob
     dispose: async () => {
       if (!closed) await stack.close();
       closed = true;
-      await disposeStore(store);
+      if (owned) await disposeStore(store);
     },
   };
 }
