@@ -1,0 +1,241 @@
+/**
+ * `npx tsx bench/tasks.ts`: accepted task submissions per second on PostgreSQL, and rewrites the
+ * "## Task submissions" section of bench/RESULTS.md.
+ *
+ *   store  the transaction every accepted submission commits (task row + credit hold), run by
+ *          N concurrent callers straight on the store: one paying account (every hold updates
+ *          the same balance row) and one account per caller
+ *   http   POST /v1/images/generations and /v1/videos/generations through a gateway in this
+ *          process (key, validation, pricing, the transaction above; videos also create the
+ *          upstream job on the simulator), closed loop over keep-alive connections. The task
+ *          worker runs at concurrency 1 on upstream jobs that never end within the run, so the
+ *          figures are the submission path's.
+ *
+ * Settings (environment): DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test; a
+ * fresh schema is created and dropped), BENCH_DURATION_MS (per scenario, default 3000),
+ * BENCH_WARMUP_MS (default 500), BENCH_CONNECTIONS (default "1,16,64").
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { compile, type RawResource } from '../api/snapshot/index.js';
+import { credit, hold } from '../proxy/billing/ledger.js';
+import { StaticConfigSource } from '../proxy/config/folder-source.js';
+import { defaultBilling } from '../proxy/features.js';
+import { startGateway } from '../proxy/gateway.js';
+import { createLogger } from '../proxy/server/log.js';
+import { openStore, type Store } from '../proxy/store/index.js';
+import { tasksFeature } from '../proxy/tasks/feature.js';
+import { insertTask } from '../proxy/tasks/store.js';
+import { startSimulator } from '../simulator/index.js';
+import { runLoad, type LoadResult } from './chat/load.js';
+
+const RESULTS = fileURLToPath(new URL('./RESULTS.md', import.meta.url));
+const SECTION = '## Task submissions';
+const env = (name: string, dflt: number) => (process.env[name] ? Number(process.env[name]) : dflt);
+const durationMs = env('BENCH_DURATION_MS', 3000);
+const warmupMs = env('BENCH_WARMUP_MS', 500);
+const connectionsList = (process.env.BENCH_CONNECTIONS ?? '1,16,64').split(',').map(Number);
+const databaseUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const KEY = 'sk-service-bench-tasks';
+/** Keys of the many-accounts HTTP scenarios: key i is paid by account bench-i. */
+const KEYS = 16;
+const keyOf = (i: number) => `${KEY}-${i}`;
+const sha = (k: string) => `sha256:${createHash('sha256').update(k).digest('hex')}`;
+const GOAL = 1000;
+
+interface StoreRow {
+  callers: number;
+  accounts: 'one' | 'per caller';
+  rps: number;
+  p50: number;
+  p99: number;
+}
+
+interface HttpRow {
+  kind: string;
+  connections: number;
+  accounts: string;
+  r: LoadResult;
+}
+
+/** Concurrent loads as one: summed throughput, the worst of their percentiles. */
+function merge(parts: LoadResult[]): LoadResult {
+  const seconds = Math.max(...parts.map((p) => p.seconds));
+  const requests = parts.reduce((n, p) => n + p.requests, 0);
+  const worst = (f: (p: LoadResult) => number) => Math.max(...parts.map(f));
+  return { requests, errors: parts.reduce((n, p) => n + p.errors, 0), seconds, rps: parts.reduce((n, p) => n + p.rps, 0), p50: worst((p) => p.p50), p99: worst((p) => p.p99), ttfb50: worst((p) => p.ttfb50), ttfb99: worst((p) => p.ttfb99) };
+}
+
+const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+
+/** One accepted submission's transaction, as submitTask commits it. */
+async function accept(store: Store, account: string): Promise<void> {
+  const id = `img_${randomBytes(12).toString('hex')}`;
+  const holdId = `task:${id}`;
+  const deadlineAt = new Date(Date.now() + 600_000);
+  await store.tx(async (q) => {
+    await insertTask(q, {
+      id,
+      kind: 'image',
+      mode: 'generate',
+      status: 'queued',
+      keyHash: 'bench',
+      keyName: 'bench',
+      account,
+      group: 'g',
+      model: 'm',
+      request: { kind: 'image', prompt: 'a bench', n: 1 },
+      requestHash: id,
+      ignored: [],
+      deadlineAt,
+      holdId,
+      holdMicro: 20_000n,
+      price: { unit: '20000' },
+    });
+    await hold(q, { account, holdId, amount: 20_000n, expiresAt: new Date(deadlineAt.getTime() + 3_600_000), purpose: 'task' });
+  });
+}
+
+async function storeScenario(store: Store, callers: number, accounts: StoreRow['accounts']): Promise<StoreRow> {
+  const lat: number[] = [];
+  let recording = false;
+  let stop = false;
+  const loop = async (n: number) => {
+    const account = accounts === 'one' ? 'bench-0' : `bench-${n}`;
+    while (!stop) {
+      const t0 = performance.now();
+      await accept(store, account);
+      if (recording) lat.push(performance.now() - t0);
+    }
+  };
+  const loops = Array.from({ length: callers }, (_, n) => loop(n));
+  await new Promise((r) => setTimeout(r, warmupMs));
+  recording = true;
+  const started = performance.now();
+  await new Promise((r) => setTimeout(r, durationMs));
+  recording = false;
+  const seconds = (performance.now() - started) / 1000;
+  stop = true;
+  await Promise.all(loops);
+  lat.sort((a, b) => a - b);
+  return { callers, accounts, rps: lat.length / seconds, p50: pct(lat, 50), p99: pct(lat, 99) };
+}
+
+async function main(): Promise<void> {
+  const schema = `bench_${randomBytes(4).toString('hex')}`;
+  const maxCallers = Math.max(...connectionsList);
+  const store = await openStore({ databaseUrl, schema, poolSize: Math.min(64, maxCallers) });
+  const storeRows: StoreRow[] = [];
+  const httpRows: HttpRow[] = [];
+  try {
+    for (let n = 0; n < maxCallers; n++) await store.tx((q) => credit(q, { account: `bench-${n}`, operationId: `bench-grant-${n}`, amount: 10n ** 15n }));
+    for (const callers of connectionsList) {
+      for (const accounts of ['one', 'per caller'] as const) {
+        if (callers === 1 && accounts === 'per caller') continue;
+        const row = await storeScenario(store, callers, accounts);
+        storeRows.push(row);
+        process.stderr.write(`store ${callers} callers, ${accounts} account(s): ${row.rps.toFixed(0)}/s\n`);
+      }
+    }
+
+    const sim = await startSimulator();
+    const perSecond = { '720p': '0.10' };
+    const { config, errors } = compile(
+      [
+        { apiVersion: 'tollgate.dev/v1alpha1', kind: 'ModelRoute', metadata: { name: 'img' }, spec: { type: 'image', backends: [{ provider: 'openai', baseURL: `${sim.url}/v1` }], pricing: { perImage: { '1K': '0.02' } } } },
+        { apiVersion: 'tollgate.dev/v1alpha1', kind: 'ModelRoute', metadata: { name: 'vid' }, spec: { type: 'video', backends: [{ provider: 'openai', baseURL: `${sim.url}/v1`, model: 'video-sim' }], pricing: { perSecond } } },
+        { apiVersion: 'tollgate.dev/v1alpha1', kind: 'Group', metadata: { name: 'g' }, spec: { models: ['img', 'vid'] } },
+        { apiVersion: 'tollgate.dev/v1alpha1', kind: 'ApiKey', metadata: { name: 'bench' }, spec: { group: 'g', account: 'bench-0', keyHash: sha(KEY) } },
+        ...Array.from({ length: KEYS }, (_, i) => ({ apiVersion: 'tollgate.dev/v1alpha1', kind: 'ApiKey', metadata: { name: `bench-${i}` }, spec: { group: 'g', account: `bench-${i}`, keyHash: sha(keyOf(i)) } })),
+      ].map((object): RawResource => ({ object })),
+    );
+    if (errors.length) throw new Error(JSON.stringify(errors));
+    const gw = await startGateway({
+      source: new StaticConfigSource(config),
+      store,
+      port: 0,
+      adminPort: 0,
+      adminToken: 'bench',
+      log: createLogger({}, 'silent'),
+      billing: defaultBilling,
+      features: [tasksFeature({ concurrency: 1, pollIntervalMs: 600_000 })],
+      options: { allowLoopbackURLs: true },
+    });
+    try {
+      const headers = { authorization: `Bearer ${KEY}` };
+      for (const [kind, path, body] of [
+        ['image', '/v1/images/generations', { model: 'img', prompt: 'a bench [sim:slow=600000]' }],
+        ['video', '/v1/videos/generations', { model: 'vid', prompt: 'a bench [sim:slow=600000]' }],
+      ] as const) {
+        for (const connections of connectionsList.filter((c) => c >= KEYS)) {
+          const r = await runLoad({ url: gw.url, path, headers, body: JSON.stringify(body), connections, warmupMs, durationMs });
+          httpRows.push({ kind, connections, accounts: 'one', r });
+          // The same connections spread over KEYS keys, each paid by its own account.
+          const parts = await Promise.all(
+            Array.from({ length: KEYS }, (_, i) =>
+              runLoad({ url: gw.url, path, headers: { authorization: `Bearer ${keyOf(i)}` }, body: JSON.stringify(body), connections: connections / KEYS, warmupMs, durationMs }),
+            ),
+          );
+          httpRows.push({ kind, connections, accounts: `${KEYS}`, r: merge(parts) });
+          process.stderr.write(`http ${kind} ${connections} connections: ${r.rps.toFixed(0)}/s one account, ${merge(parts).rps.toFixed(0)}/s over ${KEYS}\n`);
+        }
+      }
+    } finally {
+      await gw.close();
+      await sim.close();
+    }
+  } finally {
+    await store.query(`DROP SCHEMA "${schema}" CASCADE`).catch(() => {});
+    await store.close();
+  }
+  write(render(storeRows, httpRows));
+}
+
+const ms = (v: number) => (Number.isFinite(v) ? v.toFixed(2) : 'n/a');
+
+function render(storeRows: StoreRow[], httpRows: HttpRow[]): string {
+  const cpu = cpus();
+  const best = Math.max(...storeRows.map((r) => r.rps));
+  const bestHttp = Math.max(...httpRows.map((h) => h.r.rps));
+  return [
+    SECTION,
+    '',
+    `Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC by \`npx tsx bench/tasks.ts\` on ${cpu.length} × ${cpu[0]?.model.trim() ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, Node ${process.version}, PostgreSQL on loopback (a fresh schema); ${durationMs / 1000} s per scenario after ${warmupMs / 1000} s of warm-up. Other work shared the machine's two cores.`,
+    '',
+    'What an accepted submission commits: one transaction with the task row and the credit hold (the `accounts` row update, the `holds` row and the ledger row), called straight on the store by concurrent callers:',
+    '',
+    '| callers | paying accounts | accepted/s | p50 / p99 ms |',
+    '|---:|---|---:|---:|',
+    ...storeRows.map((r) => `| ${r.callers} | ${r.accounts} | ${r.rps.toFixed(0)} | ${ms(r.p50)} / ${ms(r.p99)} |`),
+    '',
+    `The same through the gateway (one process with the load generator and the simulator): key lookup, validation, pricing, that transaction; a video submission also creates the upstream job on the simulator before it answers. One key (one paying account), or the same connections spread over ${KEYS} keys of ${KEYS} accounts (p50 / p99: the worst key's).`,
+    '',
+    '| endpoint | connections | paying accounts | accepted/s | p50 / p99 ms | errors |',
+    '|---|---:|---:|---:|---:|---:|',
+    ...httpRows.map((h) => `| POST /v1/${h.kind}s/generations | ${h.connections} | ${h.accounts} | ${h.r.rps.toFixed(0)} | ${ms(h.r.p50)} / ${ms(h.r.p99)} | ${h.r.errors} |`),
+    '',
+    `Goal (issue 6): at least ${GOAL} accepted submissions/s (hold + insert, on PostgreSQL): ${best.toFixed(0)}/s at best on the store${best >= GOAL ? '' : ' (not met)'}, ${bestHttp.toFixed(0)}/s at best through HTTP.`,
+    '',
+  ].join('\n');
+}
+
+function write(section: string): void {
+  const current = readFileSync(RESULTS, 'utf8');
+  const start = current.indexOf(`${SECTION}\n`);
+  let next: string;
+  if (start === -1) next = `${current.trimEnd()}\n\n${section}`;
+  else {
+    const after = current.indexOf('\n## ', start + SECTION.length);
+    next = current.slice(0, start) + section + (after === -1 ? '' : current.slice(after));
+  }
+  writeFileSync(RESULTS, `${next.trimEnd()}\n`);
+  process.stderr.write(`wrote ${SECTION} to bench/RESULTS.md\n`);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`${(err as Error).stack ?? String(err)}\n`);
+  process.exit(1);
+});
