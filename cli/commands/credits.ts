@@ -73,7 +73,7 @@ Prints JSON: the account after a grant, the account for balance, a page of usage
     );
     const c: Common = {
       url: values['admin-url'] ?? DEFAULT_ADMIN_URL,
-      token: values['admin-token'] ?? process.env.TOLLGATE_ADMIN_TOKEN ?? QUICKSTART_TOKEN,
+      token: values['admin-token'] ?? (process.env.TOLLGATE_ADMIN_TOKEN || QUICKSTART_TOKEN),
     };
     const onlyFor = (allowed: string[]) => {
       for (const f of ['idempotency-key', 'note', 'account', 'key', 'model', 'since', 'until', 'limit', 'cursor', 'json'] as const) {
