@@ -110,5 +110,5 @@ export function openaiVideoSize(model: string, resolution: string, aspectRatio: 
   }
   const short = parseInt(resolution, 10);
   const long = Math.round((short * Math.max(w, h)) / Math.min(w, h) / 2) * 2;
-  return portrait ? `${short}x${long}` : w === h ? `${short}x${short}` : `${long}x${short}`;
+  return portrait ? `${short}x${long}` : `${long}x${short}`;
 }
