@@ -194,6 +194,23 @@ describe('gRPC config source', () => {
     await waitFor(() => s.current()?.version === v1.version, 'v1 over TLS');
   });
 
+  it('accepts a snapshot larger than gRPC\'s default 4 MiB message limit', async () => {
+    const srv = await scriptedServer();
+    cleanups.push(() => srv.close());
+    const { s } = source(`grpc://127.0.0.1:${srv.port}`);
+    await s.start();
+    await waitFor(() => srv.calls[0]?.requests.length === 1, 'the first request');
+    const big = config('1');
+    for (let i = 0; i < 40_000; i++) big.keys[i.toString(16).padStart(64, '0')] = { name: `key-${i}`, group: 'g', account: `account-${i}` };
+    const { contentVersion } = await import('../../api/snapshot/index.js');
+    big.version = contentVersion({ models: big.models, groups: big.groups, keys: big.keys });
+    const bytes = encodeSnapshot(big);
+    expect(bytes.length).toBeGreaterThan(4 * 1024 * 1024);
+    send(srv.calls[0]!.call, big, 'n1', bytes);
+    await waitFor(() => s.current()?.version === big.version, 'the big snapshot');
+    expect(Object.keys(s.current()!.keys)).toHaveLength(40_000);
+  });
+
   it('parses config source URLs and refuses the rest with a clear message', () => {
     expect(parseDiscoveryUrl('grpc://tollgate-operator:50051')).toEqual({ target: 'tollgate-operator:50051', tls: false });
     expect(parseDiscoveryUrl('grpcs://op.example:443/')).toEqual({ target: 'op.example:443', tls: true });

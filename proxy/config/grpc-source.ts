@@ -55,6 +55,9 @@ export function acceptSnapshot(res: DiscoveryResponse): { config: GatewayConfig 
 
 type Stream = grpc.ClientDuplexStream<DiscoveryRequest, DiscoveryResponse>;
 
+/** The largest snapshot a proxy accepts. */
+export const MAX_SNAPSHOT_BYTES = 256 * 1024 * 1024;
+
 /**
  * Cluster config: one ConfigDiscovery.Stream to the operator, in the manner of Envoy's xDS. The
  * proxy says which version it holds, ACKs a good snapshot (and swaps it in) or NACKs a bad one
@@ -102,6 +105,8 @@ export class GrpcConfigSource implements ConfigSource {
       'grpc.keepalive_time_ms': 15_000,
       'grpc.keepalive_timeout_ms': 5_000,
       'grpc.keepalive_permit_without_calls': 1,
+      // gRPC's default 4 MiB would refuse a snapshot of some 25,000 keys.
+      'grpc.max_receive_message_length': MAX_SNAPSHOT_BYTES,
     });
     if (!this.opts.token) this.opts.log.warn('TOLLGATE_DISCOVERY_TOKEN is not set: connecting to config discovery without a token');
     this.open();

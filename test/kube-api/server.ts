@@ -268,6 +268,8 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
     const url = new URL(req.url ?? '/', 'http://x');
     const method = req.method ?? 'GET';
     requests.push({ method, path: url.pathname + url.search, contentType: req.headers['content-type'] });
+    // A long local trial (npm run kube-api) must not grow without bound.
+    if (requests.length > 20_000) requests.splice(0, 10_000);
     if (opts.verbose) process.stderr.write(`${method} ${url.pathname}${url.search} accept=${req.headers.accept ?? ''} ct=${req.headers['content-type'] ?? ''}\n`);
     const path = url.pathname.replace(/\/+$/, '') || '/';
     const seg = path.split('/').filter(Boolean);
