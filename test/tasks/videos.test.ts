@@ -162,6 +162,7 @@ for (const sc of storeCases()) {
       const usage = await store.query<{ usage: unknown }>('SELECT usage FROM tasks WHERE id = $1', [sub.json.id]);
       const u = typeof usage.rows[0]!.usage === 'string' ? JSON.parse(usage.rows[0]!.usage) : usage.rows[0]!.usage;
       expect(u).toMatchObject({ seconds: 3.75 });
+      expect(u).not.toHaveProperty('images');
     });
 
     it('an upstream failure refunds everything, exactly once, and delivers a signed failed webhook', async () => {

@@ -26,12 +26,12 @@ export const replicate: TaskProvider = {
       body: Buffer.from(JSON.stringify(body)),
       signal: ctx.signal,
     });
-    return outcomeOf(r, true);
+    return outcomeOf(r, true, job.kind);
   },
 
-  async poll(upstreamId, _data, ctx) {
+  async poll(upstreamId, data, ctx) {
     const r = await callProvider(ctx.backend, { method: 'GET', path: `/predictions/${encodeURIComponent(upstreamId)}`, headers: auth(ctx), signal: ctx.signal });
-    return outcomeOf(r, false);
+    return outcomeOf(r, false, data?.kind === 'video' ? 'video' : 'image');
   },
 
   async cancel(upstreamId, _data, ctx) {
@@ -97,20 +97,22 @@ function errorText(json: unknown): string | undefined {
   return typeof v === 'string' ? v : v === undefined ? undefined : JSON.stringify(v);
 }
 
-function outcomeOf(r: ProviderResponse, created: boolean): ProviderOutcome {
+/** `kind` is remembered with the pending prediction: a video's usage is its duration, read from the file by the engine. */
+function outcomeOf(r: ProviderResponse, created: boolean, kind: TaskJob['kind']): ProviderOutcome {
   if (r.status >= 400) throw statusError(r, errorText(r.json), undefined);
   const p = r.json as Prediction;
   switch (p.status) {
     case 'starting':
     case 'processing':
       if (!p.id) return { state: 'failed', code: 'upstream_invalid_response', message: 'the upstream created a prediction without an id' };
-      return { state: 'pending', upstreamId: p.id };
+      return { state: 'pending', upstreamId: p.id, ...(kind === 'video' ? { data: { kind } } : {}) };
     case 'succeeded': {
       const urls = (Array.isArray(p.output) ? p.output : [p.output]).filter((u): u is string => typeof u === 'string');
       if (urls.length === 0) return { state: 'failed', code: 'no_output', message: 'the upstream prediction succeeded without output' };
       const outputs: ProviderOutput[] = urls.map((url) => ({ type: 'url', url }));
       const predictTime = Number(p.metrics?.predict_time);
-      return { state: 'succeeded', outputs, usage: { images: urls.length, ...(Number.isFinite(predictTime) ? { predictSeconds: predictTime } : {}) } };
+      const time: Record<string, number> = Number.isFinite(predictTime) ? { predictSeconds: predictTime } : {};
+      return { state: 'succeeded', outputs, usage: kind === 'video' ? time : { images: urls.length, ...time } };
     }
     case 'failed':
       return { state: 'failed', code: 'upstream_failed', message: `the upstream prediction failed: ${typeof p.error === 'string' ? p.error : JSON.stringify(p.error ?? 'no reason given')}` };
