@@ -86,6 +86,19 @@ spec:
     expect(api.get('tollgate.dev/v1alpha1', 'modelroutes', 'default', 'sim-gpt')).toBeUndefined();
   });
 
+  it('get -w streams rows with the printer columns', async () => {
+    const file = join(dir, 'watched.yaml');
+    await writeFile(file, 'apiVersion: tollgate.dev/v1alpha1\nkind: ApiKey\nmetadata: {name: watched}\nspec: {group: g, account: acct}\n');
+    const watching = run(KUBECTL, ['--kubeconfig', join(dir, 'kubeconfig'), '--cache-dir', join(dir, 'cache'), 'get', 'apikeys', '-w', '--request-timeout=3s'], { cwd: root }).catch((err: { stdout?: string }) => ({ stdout: err.stdout ?? '' }));
+    await new Promise((r) => setTimeout(r, 500));
+    await kubectl('apply', '--validate=false', '-f', file);
+    await kubectl('patch', 'apikey', 'watched', '--type', 'merge', '-p', '{"spec":{"revoked":true}}');
+    const { stdout } = await watching;
+    expect(stdout).toMatch(/NAME\s+GROUP\s+ACCOUNT\s+REVOKED\s+READY\s+AGE/);
+    expect(stdout).toMatch(/watched\s+g\s+acct\s+true/);
+    await kubectl('delete', 'apikey', 'watched');
+  });
+
   it('reads a Secret with jsonpath; deleting an owner collects its dependents', async () => {
     const file = join(dir, 'secret.yaml');
     await writeFile(file, 'apiVersion: v1\nkind: Secret\nmetadata: {name: openai}\nstringData: {apiKey: sk-upstream}\n');

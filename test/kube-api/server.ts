@@ -484,7 +484,12 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
     const match = matcher(q);
     res.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked', 'cache-control': 'no-cache' });
     res.flushHeaders();
-    const send = (type: string, object: Obj) => res.write(`${JSON.stringify({ type, object })}\n`);
+    // kubectl get -w asks for Table rows, as for a list: each event then carries a one-row Table.
+    const asTable = wantsTable(req);
+    const send = (type: string, object: Obj) => {
+      const body = asTable && (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED') ? table(rt, [object], q, object.metadata.resourceVersion) : object;
+      res.write(`${JSON.stringify({ type, object: body })}\n`);
+    };
     if (from && from !== '0' && Number(from) < floor) {
       send('ERROR', { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: `too old resource version: ${from} (${floor})`, reason: 'Expired', code: 410 });
       res.end();
