@@ -267,3 +267,34 @@ for (const sc of storeCases()) {
     });
   });
 }
+
+for (const sc of storeCases()) {
+  describe(`video tasks across a restart on ${sc.name}`, () => {
+    it('a video accepted by one gateway is polled to the end by the next, from the upstream job recorded at submission', async () => {
+      const store = await sc.open();
+      const sim = await startSimulator();
+      try {
+        await grant(store, 'acct', 10n * C);
+        const first = await startTasksGateway({ store, sim, resources: videoResources });
+        const sub = await videoClient(first.url).submit({ model: 'vid-openai', prompt: 'restart-marker [sim:slow=800]', duration: 4 });
+        expect(sub.status).toBe(200);
+        await first.close();
+        const row = await store.query<{ upstream_id: string | null; status: string }>('SELECT upstream_id, status FROM tasks WHERE id = $1', [sub.json.id]);
+        expect(row.rows[0]).toMatchObject({ upstream_id: expect.stringMatching(/^video_/), status: 'processing' });
+
+        const second = await startTasksGateway({ store, sim, resources: videoResources });
+        try {
+          const done = await videoClient(second.url).until(sub.json.id);
+          expect(done.status).toBe('succeeded');
+          expect(sim.recorder.find('restart-marker').filter((r) => r.path === '/v1/videos')).toHaveLength(1);
+          expect(await accountState(store, 'acct')).toEqual({ balance: 10n * C - 4n * (P720 + AUDIO), held: 0n });
+        } finally {
+          await second.close();
+        }
+      } finally {
+        await sim.close();
+        await disposeStore(store);
+      }
+    });
+  });
+}
