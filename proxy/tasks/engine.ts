@@ -170,7 +170,8 @@ export class TaskEngine {
       await this.d.media.discard(files);
     }
     if (outcome.state === 'failed') throw new ProviderError(false, outcome.code, outcome.message);
-    // A provider that answered at once has nothing to poll: leave the work to the worker.
+    // Only asynchronous providers are started here (every video provider is); one that answered
+    // with results at once would be asked again by the worker, so it is not used this way.
     if (outcome.state !== 'pending') return undefined;
     return {
       backend: { provider: backend.provider, baseURL: backend.baseURL, model: backend.model },
