@@ -10,7 +10,7 @@ import type { RequestContext } from '../server/types.js';
 import { callUpstream, chatProvider, coolDown, cooldownMs, orderBackends, responseHeaders, UpstreamError, type Provider } from '../upstreams/index.js';
 import type { CompiledBackend } from '../upstreams/types.js';
 import { checkClient } from './client-policy.js';
-import { relayStream } from './relay.js';
+import { coalesce, relayStream } from './relay.js';
 import { decideStream } from './stream-mode.js';
 import { upstreamRequest } from './upstream-request.js';
 
@@ -181,6 +181,8 @@ async function forward(
     }
 
     const tap = adapter.createTap();
+    // The head goes out at once, together with the first events when they came with it.
+    coalesce(ctx.res);
     ctx.res.writeHead(status, responseHeaders(resp.headers));
     ctx.res.flushHeaders();
     const result = await relayStream({ res: ctx.res, body: resp.body, tap, clientSignal: ctx.signal, drain });
@@ -204,8 +206,7 @@ async function forward(
       // The upstream's own in-stream error event ends the stream; it is passed on as it came.
       outcome.status = 'upstream_error';
       await settle();
-      for (const b of result.held) ctx.res.write(b);
-      ctx.res.end();
+      ctx.res.end(concat(result.held));
       return;
     }
     if (result.error !== undefined || !tap.terminal) {
@@ -217,8 +218,7 @@ async function forward(
     }
     outcome.status = 'ok';
     await settle();
-    for (const b of result.held) ctx.res.write(b);
-    ctx.res.end();
+    ctx.res.end(concat(result.held));
     return;
   }
 
@@ -237,6 +237,10 @@ function estimate(input: number, output: number): Usage {
 function mergeEstimate(partial: Usage | null, input: number, output: number): Usage {
   if (!partial) return estimate(input, output);
   return { ...partial, inputTokens: partial.inputTokens || input, outputTokens: Math.max(partial.outputTokens, output) };
+}
+
+function concat(bufs: Buffer[]): Buffer | undefined {
+  return bufs.length === 0 ? undefined : bufs.length === 1 ? bufs[0] : Buffer.concat(bufs);
 }
 
 function header(v: string | string[] | undefined): string | undefined {

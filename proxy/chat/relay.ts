@@ -43,6 +43,7 @@ export async function relayStream(o: RelayOptions): Promise<RelayResult> {
     if (clientGone || bufs.length === 0) return;
     firstByteAt ??= process.hrtime.bigint();
     const data = bufs.length === 1 ? bufs[0]! : Buffer.concat(bufs);
+    coalesce(res);
     if (!res.write(data)) await drained(res, o.clientSignal);
     if (o.clientSignal.aborted) clientGone = true;
   };
@@ -77,6 +78,22 @@ export async function relayStream(o: RelayOptions): Promise<RelayResult> {
     const whole = tap.terminal ? pending : [];
     return { ended: false, clientGone, error: clientGone ? undefined : error, held: clientGone ? [] : whole, firstByteAt };
   }
+}
+
+/**
+ * Events that are already buffered arrive in one burst of microtasks; corking until the next
+ * tick sends them (and the response head before them) in one writev instead of a syscall each.
+ * Nothing waits for later input, so no event is delayed.
+ */
+const corked = new WeakSet<ServerResponse>();
+export function coalesce(res: ServerResponse): void {
+  if (corked.has(res)) return;
+  corked.add(res);
+  res.cork();
+  process.nextTick(() => {
+    corked.delete(res);
+    res.uncork();
+  });
 }
 
 function drained(res: ServerResponse, signal: AbortSignal): Promise<void> {
