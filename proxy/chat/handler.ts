@@ -1,5 +1,5 @@
 import type { Dispatcher } from 'undici';
-import type { ChatSettlement } from '../billing/types.js';
+import type { ChatProtocol, ChatSettlement } from '../billing/types.js';
 import type { GroupModel } from '../config/runtime.js';
 import { estimateTokens, type Usage } from '../ir/usage.js';
 import type { ProtocolAdapter } from '../protocols/index.js';
@@ -13,6 +13,12 @@ import { checkClient } from './client-policy.js';
 import { coalesce, relayStream } from './relay.js';
 import { decideStream } from './stream-mode.js';
 import { upstreamRequest } from './upstream-request.js';
+
+const ENDPOINTS: Record<ChatProtocol, string> = {
+  'chat-completions': '/v1/chat/completions',
+  responses: '/v1/responses',
+  messages: '/v1/messages',
+};
 
 /**
  * One chat request, any of the three protocols, passed through to a backend that speaks it:
@@ -38,9 +44,11 @@ export async function handleChat(ctx: RequestContext, deps: GatewayDeps, adapter
   }
   if (candidates.length === 0) {
     const spoken = [...new Set(entry.model.backends.map((b) => b.provider))].join(', ');
+    const endpoints = new Set<string>();
+    for (const b of entry.model.backends) for (const op of chatProvider(b.provider)?.speaks ?? []) if (op in ENDPOINTS) endpoints.add(ENDPOINTS[op as ChatProtocol]);
     throw new GatewayError(
       'not_implemented',
-      `model "${info.model}" is served by ${spoken}, which does not speak the ${adapter.protocol} protocol; call it through its own protocol's endpoint`,
+      `model "${info.model}" is served by ${spoken}, which does not speak the ${adapter.protocol} protocol (translation between protocols is not available); call it through ${[...endpoints].join(' or ') || 'its own endpoint'}`,
       { param: 'model' },
     );
   }

@@ -138,7 +138,7 @@ describe('POST /v1/messages through the gateway (@anthropic-ai/sdk)', () => {
 
   it("an OpenAI-protocol model is a clear 501 in Anthropic's shape", async () => {
     const err = await client.messages.create({ model: 'sim-gpt', max_tokens: 10, messages: [{ role: 'user', content: 'x' }] }).catch((e: unknown) => e);
-    expect(err).toMatchObject({ status: 501, error: { type: 'error', error: { message: expect.stringMatching(/does not speak the messages protocol/) } } });
+    expect(err).toMatchObject({ status: 501, error: { type: 'error', error: { message: expect.stringMatching(/does not speak the messages protocol .*call it through \/v1\/chat\/completions or \/v1\/responses$/) } } });
   });
 
   it("passes the upstream's 429 through with retry-after and its own body", async () => {
