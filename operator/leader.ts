@@ -1,4 +1,4 @@
-import type { CoordinationV1Api, V1Lease } from '@kubernetes/client-node';
+import { V1MicroTime, type CoordinationV1Api, type V1Lease } from '@kubernetes/client-node';
 import type { Logger } from './log.js';
 
 export interface LeaderOptions {
@@ -76,7 +76,9 @@ export class LeaderElector {
 
   private async tryAcquireOrRenew(): Promise<void> {
     const { name, namespace, identity } = this.opts;
-    const now = new Date();
+    // Lease times are MicroTime: the API server refuses anything but six fractional digits,
+    // which a plain Date (three) does not give.
+    const now = new V1MicroTime();
     const spec = {
       holderIdentity: identity,
       leaseDurationSeconds: Math.max(1, Math.round(this.duration / 1000)),

@@ -327,6 +327,8 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
       }
       if (method === 'POST') {
         const obj = parseBody(body!, req);
+        const bad = invalid(rt, obj);
+        if (bad) return sendStatus(res, 400, 'BadRequest', bad);
         if (!obj?.metadata) return sendStatus(res, 400, 'BadRequest', 'metadata is required');
         if (!obj.metadata.name && obj.metadata.generateName) obj.metadata.name = obj.metadata.generateName + randomUUID().slice(0, 5);
         if (!obj.metadata.name) return sendStatus(res, 422, 'Invalid', `${rt.kind} "" is invalid: metadata.name: Required value`);
@@ -361,6 +363,8 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
     }
     if (method === 'PUT') {
       const obj = parseBody(body!, req);
+      const bad = invalid(rt, obj);
+      if (bad) return sendStatus(res, 400, 'BadRequest', bad);
       if (!current) {
         if (statusOnly) return notFound();
         // PUT creates when allowed (leases, most builtins): keep it simple and allow it.
@@ -399,6 +403,8 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
           return sendStatus(res, 415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml`);
         }
       }
+      const badPatch = invalid(rt, patched);
+      if (badPatch) return sendStatus(res, 400, 'BadRequest', badPatch);
       const sentRv = (patched.metadata ?? {}).resourceVersion;
       if (sentRv && sentRv !== current.metadata.resourceVersion) {
         return sendStatus(res, 409, 'Conflict', `Operation cannot be fulfilled on ${rt.plural} "${name}": the object has been modified; please apply your changes to the latest version and try again`);
@@ -406,6 +412,20 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
       return update(res, rt, current, patched, statusOnly, dryRun);
     }
     return sendStatus(res, 405, 'MethodNotAllowed', `${method} is not supported`);
+  }
+
+  /** What the real API server refuses to decode, for the fields clients get wrong. */
+  function invalid(rt: ResourceType, obj: Obj): string | undefined {
+    if (rt.plural === 'leases') {
+      for (const f of ['acquireTime', 'renewTime']) {
+        const v = obj.spec?.[f];
+        // metav1.MicroTime is parsed with RFC3339Micro: exactly six fractional digits.
+        if (v !== undefined && v !== null && !/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}(Z|[+-]\d\d:\d\d)$/.test(String(v))) {
+          return `Lease in version "v1" cannot be handled as a Lease: parsing time "${String(v)}" as "2006-01-02T15:04:05.000000Z07:00": cannot parse spec.${f}`;
+        }
+      }
+    }
+    return undefined;
   }
 
   function create(rt: ResourceType, obj: Obj): Obj {
