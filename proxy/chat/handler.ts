@@ -167,6 +167,8 @@ async function forward(
           outcome.httpStatus = 499;
           return;
         }
+        outcome.status = 'upstream_error';
+        outcome.httpStatus = 502;
         throw new GatewayError('upstream_unavailable', `upstream connection failed while reading the response: ${e.message}`);
       }
       let parsed: unknown;
