@@ -117,7 +117,7 @@ describe('POST /v1/messages through the gateway (@anthropic-ai/sdk)', () => {
     const body = `{"model":"sim-claude","max_tokens":64,"messages":[{"role":"user","content":"hi"},{"role":"system","content":"be brief"}],"context_management":{"edits":[]},"output_config":{"effort":"high"},"x_weird":1.50e0}`;
     const r = await fetch(`${stack.gw.url}/v1/messages?beta=true`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'anthropic-version': '2023-06-01', 'anthropic-beta': 'context-management-2025-06-27', 'x-request-id': id },
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'anthropic-version': '2023-06-01', 'anthropic-beta': 'context-management-2025-06-27', 'x-request-id': id, cookie: 'session=secret', 'x-api-key': 'sk-ant-not-ours' },
       body,
     });
     expect(r.status).toBe(200);
@@ -126,6 +126,10 @@ describe('POST /v1/messages through the gateway (@anthropic-ai/sdk)', () => {
     expect(up.query).toBe('beta=true');
     expect(up.headers['anthropic-beta']).toBe('context-management-2025-06-27');
     expect(up.headers['anthropic-version']).toBe('2023-06-01');
+    // Only the allow-listed protocol headers travel: never the client's credentials or cookies.
+    expect(up.headers.cookie).toBeUndefined();
+    expect(up.headers['x-api-key']).toBeUndefined();
+    expect(up.headers.authorization).toBeUndefined();
   });
 
   it('max_tokens is required: 400 in Anthropic error shape, nothing held', async () => {
