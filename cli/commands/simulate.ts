@@ -13,6 +13,7 @@ Serves the providers' wire protocols offline with deterministic answers:
   POST /v1/messages/count_tokens     Anthropic token counting
   POST /v1/images/generations        OpenAI Images (real PNGs)
   POST /v1/images/edits              OpenAI image edits (multipart)
+  POST /v1/videos                    OpenAI videos (real MP4s; GET /v1/videos/{id}, GET /v1/videos/{id}/content)
   POST /v1/predictions               Replicate-style predictions (also /v1/models/{owner}/{name}/predictions;
                                      GET /v1/predictions/{id}, POST /v1/predictions/{id}/cancel)
   GET  /files/{name}                 files the simulator hands out by URL
