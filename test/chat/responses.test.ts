@@ -112,6 +112,13 @@ describe('POST /v1/responses through the gateway (openai SDK)', () => {
     expect(upstreamOf(id).body.toString()).toBe(body.replace('"sim-gpt"', '"gpt-sim"'));
   });
 
+  it('an invalid body is a 400 naming the field, and nothing is held', async () => {
+    const id = rid('r-bad');
+    await expect(client.responses.create({ model: 'sim-gpt', input: 5 } as never, opts(id))).rejects.toMatchObject({ status: 400, param: 'input', type: 'invalid_request_error' });
+    await expect(client.responses.create({ input: 'x' } as never, opts(id))).rejects.toMatchObject({ status: 400, param: 'model' });
+    expect(billing.quotes.has(id)).toBe(false);
+  });
+
   it("passes the upstream's 429 through with retry-after", async () => {
     const err = await client.responses.create({ model: 'sim-gpt', input: '[sim:429]' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenAI.RateLimitError);
