@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { tokenCount, type Usage } from '../../ir/usage.js';
 import { hasObjectField, obj, parseObject, stringValueLength } from '../scan.js';
 import type { ChatRequestInfo, ProtocolAdapter, StreamTap } from '../types.js';
+import { encodeJsonEvent } from '../../sse/index.js';
 import { parseWire } from '../validate.js';
 
 /** OpenAI Chat Completions: the fields the gateway reads; everything else passes through. */
@@ -69,7 +70,7 @@ export const chatCompletions: ProtocolAdapter = {
   createTap: () => new ChatTap(),
   usageFromJson: (body) => usageFromChat(obj(body)?.usage),
   streamError(message, type = 'api_error') {
-    return `data: ${JSON.stringify({ error: { message, type, param: null, code: 'upstream_error' } })}\n\n`;
+    return encodeJsonEvent({ error: { message, type, param: null, code: 'upstream_error' } });
   },
 };
 

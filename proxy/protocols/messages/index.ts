@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { tokenCount, type Usage } from '../../ir/usage.js';
 import { obj, parseObject, stringValueLength } from '../scan.js';
 import type { ChatRequestInfo, ProtocolAdapter, StreamTap } from '../types.js';
+import { encodeJsonEvent } from '../../sse/index.js';
 import { parseWire } from '../validate.js';
 
 /** Anthropic Messages: the fields the gateway reads; everything else passes through. */
@@ -82,6 +83,6 @@ export const messages: ProtocolAdapter = {
   createTap: () => new MessagesTap(),
   usageFromJson: (body) => usageFromMessages(obj(body)?.usage),
   streamError(message, type = 'api_error') {
-    return `event: error\ndata: ${JSON.stringify({ type: 'error', error: { type, message } })}\n\n`;
+    return encodeJsonEvent({ type: 'error', error: { type, message } }, 'error');
   },
 };

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { tokenCount, type Usage } from '../../ir/usage.js';
 import { obj, parseObject, stringValueLength } from '../scan.js';
 import type { ChatRequestInfo, ProtocolAdapter, StreamTap } from '../types.js';
+import { encodeJsonEvent } from '../../sse/index.js';
 import { parseWire } from '../validate.js';
 
 /** OpenAI Responses: the fields the gateway reads; everything else passes through. */
@@ -79,6 +80,6 @@ export const responses: ProtocolAdapter = {
   streamError(message, type = 'api_error') {
     // The Responses `error` event, plus an `error` object the official SDKs turn into an APIError.
     const data = { type: 'error', code: 'upstream_error', message, param: null, sequence_number: ++seq, error: { type, code: 'upstream_error', message } };
-    return `event: error\ndata: ${JSON.stringify(data)}\n\n`;
+    return encodeJsonEvent(data, 'error');
   },
 };
