@@ -1,3 +1,5 @@
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { accountState } from '../../proxy/billing/ledger.js';
 import type { Gateway } from '../../proxy/gateway.js';
@@ -9,8 +11,14 @@ import { AUDIO, P720, videoClient, videoResources } from './videos-support.js';
 
 const MB = 1024 * 1024;
 
-/** Bytes of memory that hold data: the JS heap plus Buffers and ArrayBuffers. */
+// A full collection before each sample, so the samples count live data, not garbage the
+// collector has yet to free (streaming 50 MB through allocates 50 MB of short-lived chunks).
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+
+/** Live data (the JS heap plus Buffers and ArrayBuffers) after a full collection, and the resident set. */
 const held = () => {
+  gc();
   const m = process.memoryUsage();
   return { data: m.heapUsed + m.arrayBuffers, rss: m.rss };
 };
@@ -38,10 +46,20 @@ for (const sc of storeCases()) {
       const before = await accountState(store, 'acct');
       const base = held();
       let peak = base;
-      const sampler = setInterval(() => {
+      // A collection takes a while: sample again 20 ms after each sample ends, so the transfer keeps going.
+      let sampling = true;
+      let gcMs = 0;
+      let samples = 0;
+      const sample = () => {
+        if (!sampling) return;
+        const t0 = performance.now();
         const now = held();
+        gcMs += performance.now() - t0;
+        samples++;
         peak = { data: Math.max(peak.data, now.data), rss: Math.max(peak.rss, now.rss) };
-      }, 5);
+        setTimeout(sample, 20);
+      };
+      setTimeout(sample, 20);
       let done;
       try {
         const sub = await c.submit({ model: 'vid-replicate', prompt: 'placeholder' }); // warm the path (pools, code)
@@ -50,16 +68,15 @@ for (const sc of storeCases()) {
         expect(big.status).toBe(200);
         done = await c.until(big.json.id, 60_000);
       } finally {
-        clearInterval(sampler);
+        sampling = false;
       }
       expect(done.status).toBe('succeeded');
       const growth = { data: (peak.data - base.data) / MB, rss: (peak.rss - base.rss) / MB };
-      console.log(`50 MB video, ${sc.name}: peak growth of heap+buffers ${growth.data.toFixed(1)} MB, of RSS ${growth.rss.toFixed(1)} MB`);
-      // Streaming 50 MB through allocates 50 MB of short-lived chunks, which the collector frees
-      // lazily (hence the heap+buffers peak); a copy of the whole video would hold 50 MB more at
-      // once (100 MB with its chunks) and add them to the resident set.
-      expect(growth.data).toBeLessThan(72);
-      expect(growth.rss).toBeLessThan(40);
+      console.log(`50 MB video, ${sc.name}: peak growth of live heap+buffers ${growth.data.toFixed(1)} MB, of RSS ${growth.rss.toFixed(1)} MB (${samples} samples, ${(gcMs / samples).toFixed(1)} ms each)`);
+      // Streamed, a few chunks are live at a time; a copy of the whole video would hold its 50 MB
+      // (and its chunks) live at once. RSS is logged only: other work in the process (PGlite's
+      // memory, garbage under load) moves it by as much.
+      expect(growth.data).toBeLessThan(24);
 
       const stored = await store.query<{ results: unknown }>('SELECT results FROM tasks WHERE id = $1', [done.id]);
       const results = (typeof stored.rows[0]!.results === 'string' ? JSON.parse(stored.rows[0]!.results) : stored.rows[0]!.results) as { bytes: number }[];
