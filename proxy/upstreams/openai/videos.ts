@@ -5,8 +5,9 @@ import { callProvider, openUrl, statusError, type ProviderResponse } from '../..
  * OpenAI's videos API (https://platform.openai.com/docs/api-reference/videos), asynchronous:
  * POST /videos creates a job (JSON: model, prompt, seconds, size and input_reference.image_url
  * for a first frame), GET /videos/{id} reports queued / in_progress / completed / failed, and
- * GET /videos/{id}/content streams the MP4. The API has no last frame, reference images,
- * reference video or audio switch: those are listed as ignored. It has no cancel either.
+ * GET /videos/{id}/content streams the MP4. The API has no last frame, reference images or
+ * reference video: those are listed as ignored. It has no audio switch either (audio is charged
+ * only where the route declares it and the client left it on) and no cancel.
  */
 export const openaiVideos: TaskProvider<VideoJob> = {
   name: 'openai',
@@ -15,7 +16,6 @@ export const openaiVideos: TaskProvider<VideoJob> = {
     ...(job.lastFrameUrl ? ['last_image_url'] : []),
     ...(job.referenceImageUrls.length > 0 ? ['reference_image_urls'] : []),
     ...(job.referenceVideoUrl ? ['reference_video_url'] : []),
-    ...(!job.generateAudio ? ['generate_audio'] : []),
   ],
 
   async submit(job, ctx) {
