@@ -16,6 +16,7 @@ import {
 import { compile, type CompileResult, type GatewayConfig, type RawResource } from '../api/snapshot/index.js';
 import { API_VERSION, GROUP, KEY_PREFIX, KIND_INFO, KINDS, VERSION, type Kind } from '../api/v1alpha1/index.js';
 import { DiscoveryServer } from './discovery-server.js';
+import { eventBody, readyEventOf } from './events.js';
 import { LeaderElector, codeOf, errText } from './leader.js';
 import { createLogger, type Logger } from './log.js';
 import { OperatorMetrics, serveMetrics } from './metrics.js';
@@ -375,6 +376,17 @@ export class Operator {
     }
     this.metrics.statusWrites.inc({ kind });
     this.log.info('status updated', { kind, namespace, name, ready: want.status, reason: want.reason, message: want.status === 'False' ? want.message : undefined });
+    const event = readyEventOf(o.status?.conditions?.find((c) => c.type === 'Ready'), want);
+    if (event) await this.recordEvent(kind, o, event);
+  }
+
+  /** Best effort: an Event that cannot be written is logged, never retried as a work item. */
+  private async recordEvent(kind: string, o: KubeObject, e: { type: string; reason: string; message: string }): Promise<void> {
+    try {
+      await this.core.createNamespacedEvent({ namespace: o.metadata.namespace ?? 'default', body: eventBody(kind, o, e, this.id, new Date()) });
+    } catch (err) {
+      this.log.warn('could not record an event', { kind, name: o.metadata.name, reason: e.reason, error: errText(err) });
+    }
   }
 
   private async mint(namespace: string | undefined, name: string): Promise<void> {
@@ -412,6 +424,7 @@ export class Operator {
     this.mintConflicts.delete(ref);
     this.metrics.keysMinted.inc();
     this.log.info('minted an API key', { apikey: `${ns}/${name}`, secret: secretName });
+    await this.recordEvent('ApiKey', key, { type: 'Normal', reason: 'KeyMinted', message: `minted a key into Secret "${secretName}" (data key "${SECRET_DATA_KEY}")` });
   }
 
   private conflict(ref: string, secretName: string) {

@@ -108,5 +108,10 @@ describe.skipIf(!existsSync(KUBECTL))('kubectl against the kube-API test server,
     await kubectl('apply', '--validate=false', '-f', file);
     await waitFor(async () => (await k('get', 'group', 'typo', '-o', 'jsonpath={.status.conditions[0].reason}')) === 'ModelNotFound', 'the reason');
     expect(await k('get', 'group', 'typo', '-o', 'jsonpath={.status.conditions[0].message}')).toContain('spec.models[1]');
+    const described = await waitFor(async () => {
+      const out = await k('describe', 'group', 'typo');
+      return /Warning\s+ModelNotFound/.test(out) ? out : undefined;
+    }, 'the event in kubectl describe');
+    expect(described).toMatch(/Reason:\s+ModelNotFound/);
   });
 });

@@ -112,6 +112,17 @@ describe('operator -> gRPC -> proxy', () => {
     await cluster.patch('Group', 'broken', { spec: { models: ['sim-gpt'] } });
     await waitFor(() => ready(cluster, 'Group', 'broken')?.status === 'True', 'the fixed Group Ready');
     expect(ready(cluster, 'Group', 'broken')?.observedGeneration).toBe(2);
+    // Both transitions are Events on the Group, as kubectl describe shows them.
+    const events = await waitFor(() => {
+      const evs = cluster.api.list('v1', 'events', NS).filter((e) => e.involvedObject.kind === 'Group' && e.involvedObject.name === 'broken');
+      // Listed by name (random suffixes); the order of creation is the resourceVersion's.
+      return evs.length === 2 ? evs.sort((a, b) => Number(a.metadata.resourceVersion) - Number(b.metadata.resourceVersion)) : undefined;
+    }, 'two events on the Group');
+    expect(events.map((e) => [e.type, e.reason])).toEqual([
+      ['Warning', 'ModelNotFound'],
+      ['Normal', 'Compiled'],
+    ]);
+    expect(events[0]!.message).toContain('spec.models[1]');
   });
 
   it('a ModelRoute whose credentials Secret is missing is not Ready with the reason; the credential never shows', async () => {
