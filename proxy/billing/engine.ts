@@ -38,6 +38,8 @@ interface AccountLease {
   lastUsed: number;
   /** Top-ups and hand-backs of one account run one at a time. */
   chain: Promise<unknown>;
+  /** What the account had free when a top-up last failed, and when: a burst of refusals costs one query. */
+  refused: { free: bigint; at: number } | undefined;
 }
 
 /** Spend of a key with a spendLimit, as this replica sees it. */
@@ -176,7 +178,7 @@ export class BillingEngine implements Billing {
   private account(account: string): AccountLease {
     let a = this.accounts.get(account);
     if (!a) {
-      a = { account, leaseId: undefined, generation: 0, topups: 0, remaining: 0n, reserved: 0n, inflight: 0, writing: 0, lastUsed: Date.now(), chain: Promise.resolve() };
+      a = { account, leaseId: undefined, generation: 0, topups: 0, remaining: 0n, reserved: 0n, inflight: 0, writing: 0, lastUsed: Date.now(), chain: Promise.resolve(), refused: undefined };
       this.accounts.set(account, a);
     }
     return a;
@@ -217,22 +219,30 @@ export class BillingEngine implements Billing {
 
   /**
    * Grows this replica's lease on the account so that `amount` fits: what is missing plus a
-   * slice (sliceFactor x amount, but at most half of what the account has left, so sibling
-   * replicas are not starved). Throws InsufficientCreditsError when the account cannot cover
+   * slice (sliceFactor x amount or twice the holds in flight, whichever is more, but at most
+   * half of what the account has left, so sibling replicas are not starved). Throws InsufficientCreditsError when the account cannot cover
    * even what is missing.
    */
   private topUp(acct: AccountLease, amount: bigint): Promise<void> {
     return this.serial(acct, async () => {
       const shortfall = amount - (acct.remaining - acct.reserved);
       if (shortfall <= 0n) return;
+      const r = acct.refused;
+      if (r && shortfall > r.free && Date.now() - r.at < this.settings.refusalMemoryMs) throw new InsufficientCreditsError(acct.account, amount);
       const expiresAt = new Date(Date.now() + this.settings.leaseMs);
       const out = await this.store.tx(async (q) => {
         // Locks in the ledger's order, hold before account, so a concurrent commit cannot deadlock with this.
         if (acct.leaseId) await q.query('SELECT 1 FROM holds WHERE hold_id = $1 FOR UPDATE', [acct.leaseId]);
-        const r = await q.query<{ free: unknown }>('SELECT balance - held AS free FROM accounts WHERE account = $1 FOR UPDATE', [acct.account]);
-        const free = big(r.rows[0]?.free);
-        if (free < shortfall) throw new InsufficientCreditsError(acct.account, amount);
-        const slice = amount * this.settings.sliceFactor;
+        const row = await q.query<{ free: unknown }>('SELECT balance - held AS free FROM accounts WHERE account = $1 FOR UPDATE', [acct.account]);
+        const free = big(row.rows[0]?.free);
+        if (free < shortfall) {
+          acct.refused = { free, at: Date.now() };
+          throw new InsufficientCreditsError(acct.account, amount);
+        }
+        // Sized to the demand: at least sliceFactor holds, and twice what is in flight now, so a
+        // busy account tops up rarely instead of once every few requests.
+        const inFlight = 2n * (acct.reserved + amount);
+        const slice = amount * this.settings.sliceFactor > inFlight ? amount * this.settings.sliceFactor : inFlight;
         const spare = (free - shortfall) / 2n;
         const take = shortfall + (slice < spare ? slice : spare);
         if (acct.leaseId) {
@@ -253,6 +263,7 @@ export class BillingEngine implements Billing {
       }
       acct.topups = out.topups;
       acct.remaining += out.take;
+      acct.refused = undefined;
     });
   }
 
@@ -261,6 +272,7 @@ export class BillingEngine implements Billing {
     const leaseId = acct.leaseId;
     if (!leaseId) return;
     await this.store.tx((q) => release(q, { holdId: leaseId, meta: { reason: this.closing ? 'shutdown' : 'idle' } }));
+    acct.refused = undefined;
     if (acct.leaseId === leaseId) {
       acct.leaseId = undefined;
       acct.remaining = 0n;
@@ -307,10 +319,15 @@ export class BillingEngine implements Billing {
     });
   }
 
-  /** One writer at a time; whatever queues while it writes goes in the next commit. */
+  /**
+   * One writer at a time; whatever queues while it writes goes in the next commit. A commit
+   * starts only after the event loop has run its pending I/O once (setImmediate): every request
+   * whose answer is already in joins the same commit. Without that pause PGlite, which runs on
+   * this thread, would commit requests one by one while holding the others back.
+   */
   private kick(): void {
     if (this.flushing || this.queue.length === 0) return;
-    this.flushing = this.drainQueue().finally(() => {
+    this.flushing = new Promise<void>((r) => setImmediate(r)).then(() => this.drainQueue()).finally(() => {
       this.flushing = undefined;
       this.kick();
     });

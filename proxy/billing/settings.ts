@@ -6,10 +6,16 @@ export interface BillingSettings {
   idleMs: number;
   /** How often each replica runs the sweeper. */
   sweepIntervalMs: number;
-  /** A top-up reserves what the request lacks plus this many times its hold (at most half of what the account has left). */
+  /** A top-up reserves what the request lacks plus this many times its hold, or twice the holds in flight if more (at most half of what the account has left). */
   sliceFactor: bigint;
   /** Most captures written by one group commit. */
   maxBatch: number;
+  /**
+   * After the account could not cover a top-up, requests needing more than it had are refused
+   * without asking the store again for this long (a burst of 402s costs one query). A grant made
+   * meanwhile is seen when it ends.
+   */
+  refusalMemoryMs: number;
 }
 
 export const DEFAULT_BILLING_SETTINGS: BillingSettings = {
@@ -18,6 +24,7 @@ export const DEFAULT_BILLING_SETTINGS: BillingSettings = {
   sweepIntervalMs: 5_000,
   sliceFactor: 8n,
   maxBatch: 500,
+  refusalMemoryMs: 250,
 };
 
 const seconds = (env: NodeJS.ProcessEnv, name: string): number | undefined => {

@@ -46,7 +46,7 @@ for (const sc of storeCases()) {
       const hold = chatHold(prices, estimateTokens(Buffer.byteLength(body(0))), MAX_TOKENS);
       await s.grant('load', 100n * hold, 'load-grant');
       // Slow upstream: all 500 are in flight together, none frees credits early.
-      s.sim.context.latencyMs = 2_000;
+      s.sim.context.latencyMs = 5_000;
       const results = await Promise.all(
         Array.from({ length: 500 }, async (_, i) => {
           const r = await request(`${s.gw.url}/v1/chat/completions`, {
