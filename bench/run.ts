@@ -10,7 +10,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, writeFileSync, existsSync } from 'node:fs';
-import { cpus, totalmem } from 'node:os';
+import { cpus, loadavg, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { BENCH_KEY, chatBody } from './chat/config.js';
 import { runLoad, type LoadResult } from './chat/load.js';
@@ -64,6 +64,8 @@ interface Row {
   gatewayRssMiB: number;
 }
 
+const loadAtStart = loadavg()[0]!;
+
 async function main(): Promise<void> {
   const sim = await startChild(['sim']);
   const rows: Row[] = [];
@@ -113,7 +115,7 @@ function render(rows: Row[], idle: Record<string, number>): string {
     SECTION,
     '',
     `Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC by \`npm run bench${quick ? ' -- --quick' : ''}\` on ${cpu.length} × ${cpu[0]?.model.trim() ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, Node ${process.version}, ${process.platform}.`,
-    `The load generator (undici Pool, keep-alive, closed loop), the simulator and the gateway run as separate processes on this machine; ${durationMs / 1000} s per scenario after ${warmupMs / 1000} s of warm-up.`,
+    `The load generator (undici Pool, keep-alive, closed loop), the simulator and the gateway run as separate processes on this machine; ${durationMs / 1000} s per scenario after ${warmupMs / 1000} s of warm-up. Load average: ${loadAtStart.toFixed(1)} at the start, ${loadavg()[0]!.toFixed(1)} at the end (other work on the machine shows here).`,
     'Request: POST /v1/chat/completions, a 2 KB body, a 12-word answer (SSE: 15 events). The gateway runs every feature of `tollgate serve`: key lookup, validation, billing, passthrough with the usage tap.',
     '',
   ];
