@@ -80,11 +80,12 @@ async function responses(r: SimRequest): Promise<void> {
     total_tokens: total + plan.outputTokens,
   };
   const id = simId('resp_sim');
+  const createdAt = Math.floor(Date.now() / 1000);
   const encrypted = Array.isArray(body.include) && body.include.includes('reasoning.encrypted_content');
   const response = (status: string, output: unknown[], extra: Record<string, unknown> = {}) => ({
     id,
     object: 'response',
-    created_at: Math.floor(Date.now() / 1000),
+    created_at: createdAt,
     status,
     background: false,
     error: null,
