@@ -10,6 +10,7 @@ import type { Route } from '../server/types.js';
 import { deliveriesOf } from '../webhooks/outbox.js';
 import { createDeliveryWorker } from '../webhooks/worker.js';
 import type { UrlPolicy } from '../webhooks/guard.js';
+import { AdmissionQueue } from './admission.js';
 import { TaskEngine } from './engine.js';
 import type { TasksRuntime } from './http.js';
 import { imageKind } from './images/pricing.js';
@@ -76,7 +77,8 @@ export function tasksFeature(overrides: Partial<TaskSettings> = {}) {
       },
     });
     const worker = createTaskWorker({ engine, store, log, owner, leaseMs: settings.leaseMs, intervalMs: options.workerIntervalMs, concurrency: settings.concurrency });
-    const rt: TasksRuntime = { store, engine, settings, wake: () => worker.wake(), onSubmitted: (kind) => submitted.inc({ kind }) };
+    const admission = new AdmissionQueue(store);
+    const rt: TasksRuntime = { store, admission, engine, settings, wake: () => worker.wake(), onSubmitted: (kind) => submitted.inc({ kind }) };
 
     return {
       routes: [...imageRoutes(rt, policy), ...videoRoutes(rt, policy), ...(storage.route ? [storage.route()] : [])],
@@ -107,6 +109,7 @@ export function tasksFeature(overrides: Partial<TaskSettings> = {}) {
         log.info('task workers started', { owner, storage: storage.kind });
       },
       async stop() {
+        await admission.drained();
         await Promise.all([worker.stop(settings.stopGraceMs), delivery.stop(settings.stopGraceMs)]);
         await media.close();
         if (tempResults) await rm(tempResults, { recursive: true, force: true });

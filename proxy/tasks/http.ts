@@ -3,7 +3,8 @@ import { holdForKey } from '../billing/ledger.js';
 import { badRequest, GatewayError } from '../server/errors.js';
 import { sendJson } from '../server/render.js';
 import type { RequestContext } from '../server/types.js';
-import type { Store } from '../store/index.js';
+import type { Queryable, Store } from '../store/index.js';
+import type { AdmissionQueue } from './admission.js';
 import type { TaskEngine, UpstreamStart } from './engine.js';
 import type { TaskJob } from './provider.js';
 import type { TaskSettings } from './settings.js';
@@ -13,6 +14,8 @@ import { isActive, type TaskKind, type TaskKindSpec, type TaskRow } from './type
 /** What the task endpoints of every kind share. */
 export interface TasksRuntime {
   store: Store;
+  /** Group commit of accepted submissions (task row + hold). */
+  admission: AdmissionQueue;
   engine: TaskEngine;
   settings: TaskSettings;
   /** Wakes the task worker (a new task is due). */
@@ -42,15 +45,35 @@ const IDEMPOTENCY = /^[\x21-\x7e]{1,255}$/;
 
 /**
  * Accepts a validated, priced task: the credit hold and the task row are written in one
- * transaction (402 leaves neither behind), the worker is woken and the task answered at once.
+ * transaction (402 leaves neither behind; concurrent submissions share it, see admission.ts),
+ * the worker is woken and the task answered at once.
  * With an Idempotency-Key the key's earlier task under that key is answered instead (the same
  * request) or refused (a different one), and nothing is held twice.
  */
 export async function submitTask(ctx: RequestContext, rt: TasksRuntime, s: SubmitInput): Promise<void> {
-  const key = ctx.key!;
   const raw = ctx.req.headers['idempotency-key'];
   const idem = Array.isArray(raw) ? raw[0] : raw;
   if (idem !== undefined && !IDEMPOTENCY.test(idem)) throw badRequest('Idempotency-Key must be 1 to 255 visible ASCII characters', 'Idempotency-Key');
+  if (!idem) return admitTask(ctx, rt, s, undefined);
+  // Retries racing under one Idempotency-Key in this process wait for the first, which starts
+  // any upstream work once (replicas racing each other are settled by the unique index).
+  const slot = `${ctx.key!.hash}\0${idem}`;
+  for (let p = inFlight.get(slot); p; p = inFlight.get(slot)) await p;
+  let done!: () => void;
+  inFlight.set(slot, new Promise<void>((resolve) => (done = resolve)));
+  try {
+    await admitTask(ctx, rt, s, idem);
+  } finally {
+    inFlight.delete(slot);
+    done();
+  }
+}
+
+/** Submissions under an Idempotency-Key in progress in this process, by key hash and Idempotency-Key. */
+const inFlight = new Map<string, Promise<void>>();
+
+async function admitTask(ctx: RequestContext, rt: TasksRuntime, s: SubmitInput, idem: string | undefined): Promise<void> {
+  const key = ctx.key!;
   const requestHash = hashRequest(s);
   if (idem) {
     const earlier = await findByIdempotencyKey(rt.store, key.hash, idem);
@@ -62,7 +85,7 @@ export async function submitTask(ctx: RequestContext, rt: TasksRuntime, s: Submi
   const upstream = await s.start?.(id);
   let row: TaskRow | undefined;
   try {
-    row = await insertAndHold();
+    row = await rt.admission.admit(key.account, insertAndHold);
   } catch (err) {
     // Nothing was written (402 and the like): the upstream task started for it must not run on.
     await upstream?.cancel();
@@ -78,39 +101,38 @@ export async function submitTask(ctx: RequestContext, rt: TasksRuntime, s: Submi
   ctx.log.info('task accepted', { requestId: ctx.requestId, task: id, kind: s.spec.kind, mode: s.mode, model: s.model, key: key.name, heldMicro: s.holdMicro.toString() });
   sendJson(ctx.res, 200, { id, status: row.status, created: Math.floor(row.createdAt.getTime() / 1000) });
 
-  function insertAndHold() {
-    return rt.store.tx(async (q) => {
-      const inserted = await insertTask(q, {
-        id,
-        kind: s.spec.kind,
-        mode: s.mode,
-        status: s.spec.initialStatus,
-        keyHash: key.hash,
-        keyName: key.name,
-        account: key.account,
-        group: key.group.name,
-        model: s.model,
-        request: s.job,
-        requestHash,
-        ...(idem ? { idempotencyKey: idem } : {}),
-        ignored: s.ignored,
-        deadlineAt,
-        holdId,
-        holdMicro: s.holdMicro,
-        price: s.price,
-        ...(s.webhook ? { webhookUrl: s.webhook.url, webhookSecret: s.webhook.secret } : {}),
-        ...(upstream
-          ? { ignored: upstream.ignored, upstream: { backend: upstream.backend, upstreamId: upstream.upstreamId, state: upstream.state, pollInMs: rt.settings.pollIntervalMs } }
-          : {}),
-      });
-      if (!inserted) return undefined; // a concurrent submission took the Idempotency-Key first
-      if (s.holdMicro > 0n) {
-        // The task engine resolves task holds (at the latest at the deadline); the margin keeps
-        // the billing sweeper's view of an expiry consistent with that.
-        await holdForKey(q, { account: key.account, holdId, amount: s.holdMicro, expiresAt: new Date(deadlineAt.getTime() + 3_600_000), purpose: 'task', keyHash: key.hash, meta: { task: id, model: s.model, key: key.name } }, key.spendLimitMicro);
-      }
-      return inserted;
+  /** The task row and its hold, in the admission queue's next group commit. */
+  async function insertAndHold(q: Queryable): Promise<TaskRow | undefined> {
+    const inserted = await insertTask(q, {
+      id,
+      kind: s.spec.kind,
+      mode: s.mode,
+      status: s.spec.initialStatus,
+      keyHash: key.hash,
+      keyName: key.name,
+      account: key.account,
+      group: key.group.name,
+      model: s.model,
+      request: s.job,
+      requestHash,
+      ...(idem ? { idempotencyKey: idem } : {}),
+      ignored: s.ignored,
+      deadlineAt,
+      holdId,
+      holdMicro: s.holdMicro,
+      price: s.price,
+      ...(s.webhook ? { webhookUrl: s.webhook.url, webhookSecret: s.webhook.secret } : {}),
+      ...(upstream
+        ? { ignored: upstream.ignored, upstream: { backend: upstream.backend, upstreamId: upstream.upstreamId, state: upstream.state, pollInMs: rt.settings.pollIntervalMs } }
+        : {}),
     });
+    if (!inserted) return undefined; // a concurrent submission took the Idempotency-Key first
+    if (s.holdMicro > 0n) {
+      // The task engine resolves task holds (at the latest at the deadline); the margin keeps
+      // the billing sweeper's view of an expiry consistent with that.
+      await holdForKey(q, { account: key.account, holdId, amount: s.holdMicro, expiresAt: new Date(deadlineAt.getTime() + 3_600_000), purpose: 'task', keyHash: key.hash, meta: { task: id, model: s.model, key: key.name } }, key.spendLimitMicro);
+    }
+    return inserted;
   }
 }
 
