@@ -144,7 +144,7 @@ describe('operator -> gRPC -> proxy', () => {
     expect(seen).not.toContain(Buffer.from(LATE_SECRET).toString('base64'));
   });
 
-  it('an ApiKey without keyHash gets a minted key in a Secret it owns; the key works; revoked -> 401; deleted -> Secret gone', async () => {
+  it('an ApiKey without keyHash gets a minted key in a Secret it owns; the key works; rotated; revoked -> 401; deleted -> Secret gone', async () => {
     await cluster.apply(apiKeyOf('minted', {}));
     const secretName = await waitFor(() => cluster.get('ApiKey', 'minted')?.status?.secretName as string | undefined, 'status.secretName');
     const s = await cluster.core.readNamespacedSecret({ name: secretName, namespace: NS });
@@ -158,10 +158,21 @@ describe('operator -> gRPC -> proxy', () => {
     await expect(chat(key)).resolves.toMatchObject({ object: 'chat.completion' });
     expect(everythingVisible()).not.toContain(key);
 
+    // Rotation: deleting the Secret gets a new key; the old one stops working.
+    await cluster.core.deleteNamespacedSecret({ name: secretName, namespace: NS });
+    const rotated = await waitFor(() => {
+      const d = cluster.api.get('v1', 'secrets', NS, secretName)?.data?.apiKey as string | undefined;
+      const k = d && Buffer.from(d, 'base64').toString();
+      return k && k !== key ? k : undefined;
+    }, 'a new key in the Secret');
+    await waitFor(() => proxy.source.current()?.keys[keyHash(rotated).slice(7)], 'the new key at the proxy');
+    await expect(chat(key)).rejects.toMatchObject({ status: 401 });
+    await expect(chat(rotated)).resolves.toMatchObject({ object: 'chat.completion' });
+
     await cluster.patch('ApiKey', 'minted', { spec: { revoked: true } });
     await waitFor(async () => {
       try {
-        await chat(key);
+        await chat(rotated);
         return false;
       } catch (err) {
         return (err as { status?: number }).status === 401;
