@@ -73,4 +73,16 @@ describe('tollgate operator / serve --config-from (processes)', () => {
     expect(await serve.exited).toBe(0);
     expect(await op.exited).toBe(0);
   });
+
+  it('the operator also finds the API server through KUBECONFIG (the file npm run kube-api -- --kubeconfig writes)', async () => {
+    const { mkdtemp } = await import('node:fs/promises');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const file = await cluster!.api.kubeconfig(join(await mkdtemp(join(tmpdir(), 'tg-kc-')), 'kubeconfig'));
+    const op = await startCli(['operator', '--namespace', 'tollgate', '--grpc-port', '0', '--metrics-port', '0', '--grpc-host', '127.0.0.1', '--metrics-host', '127.0.0.1'], (l) => l.msg === 'snapshot published', { KUBECONFIG: file, TOLLGATE_DISCOVERY_TOKEN: TOKEN });
+    children.push(op.child);
+    expect(op.match.keys).toBe(1);
+    op.child.kill('SIGTERM');
+    expect(await op.exited).toBe(0);
+  });
 });
