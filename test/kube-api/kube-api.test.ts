@@ -122,6 +122,37 @@ spec:
   });
 });
 
+describe('kube-api CRD defaults', () => {
+  it('fills schema defaults on create and on update, as the API server does', async () => {
+    const api = await startKubeApi();
+    try {
+      const post = (path: string, body: unknown) => fetch(`${api.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const schema = {
+        type: 'object',
+        properties: {
+          spec: {
+            type: 'object',
+            properties: {
+              replicas: { type: 'integer', default: 1 },
+              mode: { type: 'string', default: 'fast' },
+              items: { type: 'array', items: { type: 'object', properties: { weight: { type: 'integer', default: 5 } } } },
+            },
+          },
+        },
+      };
+      const crd = { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: 'widgets.example.dev' }, spec: { group: 'example.dev', scope: 'Namespaced', names: { plural: 'widgets', singular: 'widget', kind: 'Widget' }, versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: schema } }] } };
+      expect((await post('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd)).status).toBe(201);
+      const res = await post('/apis/example.dev/v1/namespaces/default/widgets', { apiVersion: 'example.dev/v1', kind: 'Widget', metadata: { name: 'w' }, spec: { mode: 'slow', items: [{}, { weight: 2 }] } });
+      expect(res.status).toBe(201);
+      expect(((await res.json()) as { spec: unknown }).spec).toEqual({ replicas: 1, mode: 'slow', items: [{ weight: 5 }, { weight: 2 }] });
+      const patched = await fetch(`${api.url}/apis/example.dev/v1/namespaces/default/widgets/w`, { method: 'PATCH', headers: { 'content-type': 'application/merge-patch+json' }, body: JSON.stringify({ spec: { replicas: null } }) });
+      expect(((await patched.json()) as { spec: { replicas: number } }).spec.replicas).toBe(1);
+    } finally {
+      await api.close();
+    }
+  });
+});
+
 describe('kube-api watch semantics', () => {
   let api: KubeApi;
   beforeAll(async () => {

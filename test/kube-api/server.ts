@@ -31,6 +31,8 @@ interface ResourceType {
   generation: boolean;
   columns: Column[];
   crd?: string;
+  /** The CRD version's openAPIV3Schema: its `default`s are applied on every write. */
+  schema?: Obj;
 }
 
 interface Column {
@@ -226,6 +228,7 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
           priority: c.priority ?? 0,
         })),
         crd: crd.metadata.name,
+        ...(v.schema?.openAPIV3Schema ? { schema: v.schema.openAPIV3Schema as Obj } : {}),
       };
       if (rt.columns.length === 0) rt.columns = [AGE];
       const existing = types.get(tkey(rt));
@@ -436,6 +439,7 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
     o.metadata.creationTimestamp = now();
     if (rt.generation) o.metadata.generation = 1;
     delete o.metadata.resourceVersion;
+    if (rt.schema) applyDefaults(o, rt.schema);
     // With a status subresource, status cannot be set at creation (as in Kubernetes).
     if (rt.statusSubresource && rt.crd) delete o.status;
     if (rt.plural === 'namespaces') o.status = { phase: 'Active' };
@@ -477,6 +481,7 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
         for (const [k, v] of Object.entries(next.stringData as Record<string, string>)) next.data[k] = Buffer.from(v).toString('base64');
         delete next.stringData;
       }
+      if (rt.schema) applyDefaults(next, rt.schema);
       if (rt.generation) {
         const gen = Number(current.metadata.generation ?? 1);
         const specChanged = JSON.stringify(withoutMetaStatus(current)) !== JSON.stringify(withoutMetaStatus(next));
@@ -700,6 +705,24 @@ async function readBody(req: IncomingMessage): Promise<string> {
 function parseBody(body: string, req: IncomingMessage): Obj {
   const ct = req.headers['content-type'] ?? '';
   return (/yaml/.test(ct) ? parseYaml(body) : JSON.parse(body)) as Obj;
+}
+
+/**
+ * Structural-schema defaulting as the API server does it: an absent property with a `default`
+ * gets it, inside objects that exist (and in array items), never inside metadata.
+ */
+export function applyDefaults(value: unknown, schema: Obj | undefined, top = true): void {
+  if (!schema || value === null || typeof value !== 'object') return;
+  if (Array.isArray(value)) {
+    for (const item of value) applyDefaults(item, schema.items as Obj | undefined, false);
+    return;
+  }
+  const o = value as Obj;
+  for (const [k, sub] of Object.entries((schema.properties ?? {}) as Record<string, Obj>)) {
+    if (top && k === 'metadata') continue;
+    if (o[k] === undefined && sub.default !== undefined) o[k] = clone(sub.default);
+    applyDefaults(o[k], sub, false);
+  }
 }
 
 /** RFC 7386 JSON merge patch. */
