@@ -267,6 +267,7 @@ describe('operator -> gRPC -> proxy', () => {
     await burst.idle();
     const after = await passes();
     expect(after - before).toBeGreaterThanOrEqual(1);
-    expect(after - before).toBeLessThanOrEqual(3);
+    // Ten events; a loaded machine may spread the creates over two or three windows.
+    expect(after - before).toBeLessThanOrEqual(4);
   });
 });
