@@ -29,51 +29,33 @@ export interface CaptureItem {
   record: UsageRecord;
 }
 
-const big = (v: unknown): bigint => (v === null || v === undefined ? 0n : BigInt(v as string | number | bigint));
-
 /**
- * Writes many requests' captures and usage records in the caller's transaction in two
- * statements whatever the batch size (PGlite pays per statement and per bound parameter, so the
- * batch goes as one JSON parameter): lock the leases, then one statement of data-modifying CTEs
- * that inserts the capture rows (a replayed operation id is skipped by the unique
- * (operation_id, kind)), applies exactly the inserted rows to accounts, leases and key spend,
- * and inserts the usage records. A capture settles against its lease at most what the lease
- * has left; any excess is charged to the balance alone (actual cost may exceed the hold). A
- * lease already released (swept) settles nothing and is reported back as lost. Returns the
- * operation ids that were applied now.
+ * Writes many requests' captures and usage records in ONE statement whatever the batch size
+ * (atomic on its own, so no BEGIN/COMMIT round trips; the batch goes as JSON parameters, since
+ * PGlite pays per statement and per bound parameter). Its data-modifying CTEs: lock the leases
+ * (FOR UPDATE, in hold id order, as every ledger writer does: hold before account), work out
+ * what each capture settles of its lease (at most what the lease has left after the captures
+ * before it; any excess is charged to the balance alone, since actual cost may exceed the
+ * hold), insert the capture rows (a replayed operation id is skipped by the unique
+ * (operation_id, kind)), apply exactly the inserted rows to accounts, leases and key spend, and
+ * insert the usage records. A lease already released (swept) settles nothing and is reported
+ * back as lost. Returns the operation ids applied now.
  */
 export async function writeCaptures(q: Queryable, items: CaptureItem[]): Promise<{ applied: Set<string>; lostLeases: Set<string> }> {
   const applied = new Set<string>();
   const lostLeases = new Set<string>();
   if (items.length === 0) return { applied, lostLeases };
-
-  const leaseIds = [...new Set(items.map((i) => i.leaseId).filter((x): x is string => x !== undefined))].sort();
-  const remaining = new Map<string, bigint>();
-  if (leaseIds.length) {
-    const r = await q.query<{ hold_id: string; remaining: unknown }>(
-      `SELECT hold_id, remaining FROM holds WHERE hold_id IN (${leaseIds.map((_, i) => `$${i + 1}`).join(', ')}) ORDER BY hold_id FOR UPDATE`,
-      leaseIds,
-    );
-    for (const row of r.rows) remaining.set(row.hold_id, big(row.remaining));
-    for (const id of leaseIds) if (!remaining.has(id)) lostLeases.add(id);
-  }
-
   const captures = items
     .filter((i) => i.record.credits > 0n)
-    .map((i) => {
-      const open = i.leaseId !== undefined ? remaining.get(i.leaseId) : undefined;
-      const settles = open === undefined ? 0n : open < i.record.credits ? open : i.record.credits;
-      if (open !== undefined) remaining.set(i.leaseId!, open - settles);
-      return {
-        account: i.record.account,
-        op: i.operationId,
-        db: (-i.record.credits).toString(),
-        dh: (-settles).toString(),
-        hold: i.leaseId ?? null,
-        key_hash: i.record.keyHash,
-        meta: { request: i.record.requestId, key: i.record.keyName, model: i.record.model },
-      };
-    });
+    .map((i, ord) => ({
+      ord,
+      account: i.record.account,
+      op: i.operationId,
+      credits: i.record.credits.toString(),
+      hold: i.leaseId ?? null,
+      key_hash: i.record.keyHash,
+      meta: { request: i.record.requestId, key: i.record.keyName, model: i.record.model },
+    }));
   const records = items.map((i) => {
     const r = i.record;
     return {
@@ -99,29 +81,32 @@ export async function writeCaptures(q: Queryable, items: CaptureItem[]): Promise
       ttft_ms: r.ttftMs === undefined ? null : Math.round(r.ttftMs),
     };
   });
-  const r = await q.query<{ operation_id: string }>(
+  const r = await q.query<{ k: string; v: string }>(
     `WITH v AS (
-       SELECT * FROM jsonb_to_recordset($1::jsonb) AS v(account TEXT, op TEXT, db BIGINT, dh BIGINT, hold TEXT, key_hash TEXT, meta JSONB)
+       SELECT * FROM jsonb_to_recordset($1::jsonb) AS v(ord INT, account TEXT, op TEXT, credits BIGINT, hold TEXT, key_hash TEXT, meta JSONB)
+     ), lk AS (
+       SELECT hold_id, remaining FROM holds WHERE hold_id IN (SELECT hold FROM v) ORDER BY hold_id FOR UPDATE
+     ), c AS (
+       SELECT v.*, CASE WHEN lk.hold_id IS NULL THEN 0 ELSE LEAST(v.credits, GREATEST(0, lk.remaining - COALESCE(SUM(v.credits)
+                OVER (PARTITION BY v.hold ORDER BY v.ord ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0))) END AS settles
+         FROM v LEFT JOIN lk ON lk.hold_id = v.hold
      ), ins AS (
        INSERT INTO ledger (account, operation_id, kind, delta_balance, delta_held, hold_id, meta)
-       SELECT account, op, 'capture', db, dh, hold, meta FROM v
+       SELECT account, op, 'capture', -credits, -settles, hold, meta FROM c ORDER BY ord
        ON CONFLICT (operation_id, kind) DO NOTHING
        RETURNING account, operation_id, delta_balance, delta_held, hold_id
      ), acc AS (
        UPDATE accounts a SET balance = a.balance + s.db, held = a.held + s.dh, updated_at = now()
          FROM (SELECT account, SUM(delta_balance)::bigint AS db, SUM(delta_held)::bigint AS dh FROM ins GROUP BY account) s
         WHERE a.account = s.account
-       RETURNING a.account
      ), lease AS (
        UPDATE holds h SET remaining = h.remaining + s.dh
          FROM (SELECT hold_id, SUM(delta_held)::bigint AS dh FROM ins WHERE hold_id IS NOT NULL GROUP BY hold_id) s
         WHERE h.hold_id = s.hold_id AND s.dh <> 0
-       RETURNING h.hold_id
      ), spend AS (
        INSERT INTO key_spend (key_hash, spent)
        SELECT v.key_hash, -SUM(ins.delta_balance)::bigint FROM ins JOIN v ON v.op = ins.operation_id GROUP BY v.key_hash
        ON CONFLICT (key_hash) DO UPDATE SET spent = key_spend.spent + EXCLUDED.spent, updated_at = now()
-       RETURNING key_hash
      ), rec AS (
        -- Free requests (errors before the first byte, zero usage) have no ledger row to
        -- deduplicate on: their own unique operation id does it.
@@ -137,9 +122,11 @@ export async function writeCaptures(q: Queryable, items: CaptureItem[]): Promise
        RETURNING operation_id
      )
      -- (acc, lease and spend run to completion whether read or not)
-     SELECT operation_id FROM ins UNION SELECT operation_id FROM rec`,
+     SELECT 'applied' AS k, operation_id AS v FROM ins
+     UNION SELECT 'applied', operation_id FROM rec
+     UNION SELECT 'lost', hold FROM v WHERE hold IS NOT NULL AND hold NOT IN (SELECT hold_id FROM lk)`,
     [JSON.stringify(captures), JSON.stringify(records)],
   );
-  for (const row of r.rows) applied.add(row.operation_id);
+  for (const row of r.rows) (row.k === 'lost' ? lostLeases : applied).add(row.v);
   return { applied, lostLeases };
 }

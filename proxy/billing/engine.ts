@@ -350,7 +350,7 @@ export class BillingEngine implements Billing {
   private async write(items: CaptureItem[]): Promise<void> {
     for (let attempt = 0; ; attempt++) {
       try {
-        const { lostLeases } = await this.store.tx((q) => writeCaptures(q, items));
+        const { lostLeases } = await writeCaptures(this.store, items);
         if (lostLeases.size) this.log.warn('captures written after their lease was released', { leases: lostLeases.size });
         return;
       } catch (err) {

@@ -1,0 +1,61 @@
+import { describe, expect, it } from 'vitest';
+import { disposeStore, storeCases } from '../../test/support/stores.js';
+import { writeCaptures, type CaptureItem } from './commit.js';
+import { accountState, credit, hold, keySpent, release, verifyLedger } from './ledger.js';
+
+const later = () => new Date(Date.now() + 60_000);
+let n = 0;
+const item = (credits: bigint, leaseId: string | undefined, keyHash = 'k1'): CaptureItem => ({
+  operationId: `op-${++n}`,
+  leaseId,
+  record: {
+    requestId: `r-${n}`,
+    keyName: 'key',
+    keyHash,
+    account: 'a',
+    group: 'g',
+    model: 'm',
+    upstreamModel: 'u',
+    protocol: 'messages',
+    usage: { inputTokens: 1, cachedInputTokens: 0, cacheWriteTokens: 0, outputTokens: 1, reasoningTokens: 0 },
+    credits,
+    usageSource: 'reported',
+    status: 'ok',
+    httpStatus: 200,
+    latencyMs: 1,
+  },
+});
+
+for (const c of storeCases()) {
+  describe(`group commit on ${c.name}`, () => {
+    it('settles captures against the lease in order, charges any excess to the balance, and writes a record for every request', async () => {
+      const store = await c.open();
+      try {
+        await store.tx((q) => credit(q, { account: 'a', operationId: 'g', amount: 1000n }));
+        await store.tx((q) => hold(q, { account: 'a', holdId: 'L', amount: 100n, expiresAt: later(), purpose: 'lease', owner: 'me' }));
+        const batch = [item(60n, 'L'), item(0n, 'L'), item(70n, 'L', 'k2'), item(30n, 'L')];
+        const out = await writeCaptures(store, batch);
+        expect(out.applied.size).toBe(4);
+        expect(out.lostLeases.size).toBe(0);
+        // 60 + 40 of the lease's 100 settled; 30 + 30 charged beyond it.
+        expect(await accountState(store, 'a')).toEqual({ balance: 840n, held: 0n });
+        const rows = await store.query<{ delta_held: unknown }>("SELECT delta_held FROM ledger WHERE kind = 'capture' ORDER BY id");
+        expect(rows.rows.map((r) => BigInt(r.delta_held as string))).toEqual([-60n, -40n, 0n]);
+        expect(await keySpent(store, 'k1')).toBe(90n);
+        expect(await keySpent(store, 'k2')).toBe(70n);
+        const recs = await store.query('SELECT 1 FROM usage_records');
+        expect(recs.rows).toHaveLength(4);
+        expect(await verifyLedger(store)).toEqual([]);
+
+        // The sweeper took the lease: later captures charge the balance and report it lost.
+        await store.tx((q) => release(q, { holdId: 'L' }));
+        const late = await writeCaptures(store, [item(5n, 'L')]);
+        expect([...late.lostLeases]).toEqual(['L']);
+        expect(await accountState(store, 'a')).toEqual({ balance: 835n, held: 0n });
+        expect(await verifyLedger(store)).toEqual([]);
+      } finally {
+        await disposeStore(store);
+      }
+    });
+  });
+}
