@@ -23,10 +23,15 @@ interface Pending {
  */
 export class AdmissionQueue {
   private queue: Pending[] = [];
-  private writing: Promise<void> | undefined;
+  private readonly writing = new Set<Promise<void>>();
 
+  /**
+   * `writers` transactions may be written at once (batches of different accounts proceed in
+   * parallel on separate connections; batches of one account wait for its row in turn).
+   */
   constructor(
     private readonly store: Store,
+    private readonly writers = 4,
     private readonly maxBatch = 64,
   ) {}
 
@@ -40,22 +45,18 @@ export class AdmissionQueue {
 
   /** Resolves when everything queued so far has been written. */
   async drained(): Promise<void> {
-    while (this.writing) await this.writing;
+    while (this.writing.size > 0) await Promise.all(this.writing);
   }
 
-  /** One writer at a time; whatever queues while it writes goes in the next commit. */
+  /** Up to `writers` commits at a time; whatever queues while they write goes in the next ones. */
   private kick(): void {
-    if (this.writing || this.queue.length === 0) return;
-    this.writing = this.drain().finally(() => {
-      this.writing = undefined;
-      this.kick();
-    });
-  }
-
-  private async drain(): Promise<void> {
-    while (this.queue.length) {
+    while (this.writing.size < this.writers && this.queue.length > 0) {
       const batch = this.queue.splice(0, this.maxBatch).sort((a, b) => (a.order < b.order ? -1 : a.order > b.order ? 1 : 0));
-      await this.writeBatch(batch);
+      const w: Promise<void> = this.writeBatch(batch).finally(() => {
+        this.writing.delete(w);
+        this.kick();
+      });
+      this.writing.add(w);
     }
   }
 
