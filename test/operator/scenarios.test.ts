@@ -185,6 +185,22 @@ describe('operator -> gRPC -> proxy', () => {
     expect(cluster.api.get('v1', 'secrets', NS, secretName)).toBeUndefined();
   });
 
+  it('a minted key whose Secret name is taken by a foreign Secret waits, says why, and is minted once the name is free', async () => {
+    await cluster.apply(secret('taken-key', { apiKey: 'sk-service-not-ours' }));
+    await cluster.apply(apiKeyOf('taken', {}));
+    const c = await waitFor(() => (ready(cluster, 'ApiKey', 'taken')?.message.includes('not owned') ? ready(cluster, 'ApiKey', 'taken') : undefined), 'the conflict reported');
+    expect(c).toMatchObject({ status: 'False', reason: 'KeyPending' });
+    expect(c.message).toContain('Secret "taken-key"');
+    // The foreign Secret is left alone and its value never served.
+    expect(Buffer.from(cluster.api.get('v1', 'secrets', NS, 'taken-key')!.data.apiKey as string, 'base64').toString()).toBe('sk-service-not-ours');
+    expect(proxy.source.current()?.keys[keyHash('sk-service-not-ours').slice(7)]).toBeUndefined();
+
+    await cluster.core.deleteNamespacedSecret({ name: 'taken-key', namespace: NS });
+    await waitFor(() => ready(cluster, 'ApiKey', 'taken')?.status === 'True', 'minted once the name is free');
+    expect(cluster.api.get('v1', 'secrets', NS, 'taken-key')!.metadata.ownerReferences[0].name).toBe('taken');
+    await cluster.remove('ApiKey', 'taken');
+  });
+
   it('a key that expires later stops working and turns Ready False Expired without any other change', async () => {
     const soon = 'sk-service-expires-soon-0001';
     await cluster.apply(apiKeyOf('expiring', { keyHash: keyHash(soon), expiresAt: new Date(Date.now() + 1500).toISOString() }));
