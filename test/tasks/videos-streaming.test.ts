@@ -46,7 +46,7 @@ for (const sc of storeCases()) {
       const before = await accountState(store, 'acct');
       const base = held();
       let peak = base;
-      // A collection takes a while: sample again 20 ms after each sample ends, so the transfer keeps going.
+      // A collection takes a while: sample again 50 ms after each sample ends, so the transfer keeps going.
       let sampling = true;
       let gcMs = 0;
       let samples = 0;
@@ -57,9 +57,9 @@ for (const sc of storeCases()) {
         gcMs += performance.now() - t0;
         samples++;
         peak = { data: Math.max(peak.data, now.data), rss: Math.max(peak.rss, now.rss) };
-        setTimeout(sample, 20);
+        setTimeout(sample, 50);
       };
-      setTimeout(sample, 20);
+      setTimeout(sample, 50);
       let done;
       try {
         const sub = await c.submit({ model: 'vid-replicate', prompt: 'placeholder' }); // warm the path (pools, code)
