@@ -14,9 +14,10 @@ import {
   type V1Secret,
 } from '@kubernetes/client-node';
 import { compile, type CompileResult, type GatewayConfig, type RawResource } from '../api/snapshot/index.js';
-import { API_VERSION, GROUP, KEY_PREFIX, KIND_INFO, KINDS, VERSION, type Kind } from '../api/v1alpha1/index.js';
+import { API_VERSION, GROUP, KIND_INFO, KINDS, VERSION, type Kind } from '../api/v1alpha1/index.js';
 import { DiscoveryServer } from './discovery-server.js';
 import { eventBody, readyEventOf } from './events.js';
+import { mintApiKey, mintedSecret, mintedSecretName, ownedBy, SECRET_DATA_KEY } from './mint.js';
 import { LeaderElector, codeOf, errText } from './leader.js';
 import { createLogger, type Logger } from './log.js';
 import { OperatorMetrics, serveMetrics } from './metrics.js';
@@ -43,18 +44,7 @@ export interface OperatorOptions {
 
 type Cache = Informer<KubernetesObject> & ObjectCache<KubernetesObject> & { latestResourceVersion?: () => string };
 
-const SECRET_DATA_KEY = 'apiKey';
 const COMPILE = 'compile';
-
-/** sk-service- + base64url of 32 random bytes. */
-export function mintApiKey(): string {
-  return KEY_PREFIX + randomBytes(32).toString('base64url');
-}
-
-/** The Secret an ApiKey's minted key lives in. */
-export function mintedSecretName(apiKeyName: string): string {
-  return `${apiKeyName}-key`;
-}
 
 /**
  * The controller: informers on ModelRoute, Group, ApiKey and Secret feed a keyed work queue;
@@ -401,18 +391,7 @@ export class Operator {
       this.conflict(ref, secretName);
       return;
     }
-    const body: V1Secret = {
-      apiVersion: 'v1',
-      kind: 'Secret',
-      metadata: {
-        name: secretName,
-        namespace: ns,
-        labels: { 'app.kubernetes.io/managed-by': 'tollgate-operator', 'tollgate.dev/apikey': name },
-        ownerReferences: [{ apiVersion: API_VERSION, kind: 'ApiKey', name, uid: key.metadata.uid!, controller: true, blockOwnerDeletion: true }],
-      },
-      type: 'Opaque',
-      data: { [SECRET_DATA_KEY]: Buffer.from(mintApiKey()).toString('base64') },
-    };
+    const body = mintedSecret(key, ns, mintApiKey());
     try {
       await this.core.createNamespacedSecret({ namespace: ns, body });
     } catch (err) {
@@ -445,8 +424,4 @@ export class Operator {
       this.countedNacks = this.discovery.nacks;
     }
   }
-}
-
-function ownedBy(o: KubeObject, owner: KubeObject): boolean {
-  return (o.metadata.ownerReferences ?? []).some((r) => r.uid === owner.metadata.uid && r.kind === 'ApiKey');
 }
