@@ -5,6 +5,8 @@ import { client, imageRoute, KEY, OTHER_KEY, type TaskBody } from './support.js'
 /** Manifests and a client for the video tests. */
 
 export const POOR = 'sk-service-videos-poor';
+/** A key of account acct with a spend limit of 0.5 credits. */
+export const LIMITED = 'sk-service-videos-limited';
 export const V = '/v1/videos/generations';
 
 /** Per-second prices of these tests, in micro-credits: 720p 0.10, 1080p 0.20, audio 0.02. */
@@ -39,6 +41,7 @@ export function videoResources(s: string): object[] {
     apiKey('k', KEY, 'g', { account: 'acct' }),
     apiKey('other', OTHER_KEY, 'g', { account: 'other-acct' }),
     apiKey('poor', POOR, 'g', { account: 'poor' }),
+    apiKey('limited', LIMITED, 'g', { account: 'acct', spendLimit: '0.5' }),
   ];
 }
 

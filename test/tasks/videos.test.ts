@@ -6,7 +6,7 @@ import type { Store } from '../../proxy/store/index.js';
 import { startSimulator, type Simulator } from '../../simulator/index.js';
 import { disposeStore, storeCases } from '../support/stores.js';
 import { C, grant, OTHER_KEY, startReceiver, startTasksGateway, waitUntil, type Received } from './support.js';
-import { AUDIO, mp4Boxes, P1080, P720, POOR, videoClient, videoResources } from './videos-support.js';
+import { AUDIO, LIMITED, mp4Boxes, P1080, P720, POOR, videoClient, videoResources } from './videos-support.js';
 
 const SECRET = 'whsec-video-test';
 const FRAME = 'https://media.example.com/first.png';
@@ -260,6 +260,18 @@ for (const sc of storeCases()) {
       expect(r.json.error.type).toBe('insufficient_quota');
       expect(sim.recorder.find('poor-marker')).toEqual([]);
       expect(await accountState(store, 'poor')).toEqual({ balance: 100_000n, held: 0n });
+    });
+
+    it("a key's spend limit is checked before any upstream work too", async () => {
+      const before = await accountState(store, 'acct');
+      const r = await videoClient(gw.url, LIMITED).submit({ model: 'vid-openai', prompt: 'limited-marker' }); // 0.6 credits > 0.5
+      expect(r.status).toBe(402);
+      expect(r.json.error.code).toBe('spend_limit_reached');
+      expect(sim.recorder.find('limited-marker')).toEqual([]);
+      expect(await accountState(store, 'acct')).toEqual(before);
+      const ok = await videoClient(gw.url, LIMITED).submit({ model: 'vid-openai', prompt: 'limited-ok', duration: 4, generate_audio: false }); // 0.4
+      expect(ok.status).toBe(200);
+      expect((await videoClient(gw.url, LIMITED).until(ok.json.id)).status).toBe('succeeded');
     });
 
     it('keeps the ledger consistent', async () => {

@@ -1,4 +1,4 @@
-import { accountState, InsufficientCreditsError } from '../../billing/ledger.js';
+import { accountState, checkKeySpend, InsufficientCreditsError } from '../../billing/ledger.js';
 import { readJson } from '../../server/body.js';
 import { badRequest, GatewayError } from '../../server/errors.js';
 import type { RequestContext, Route } from '../../server/types.js';
@@ -60,6 +60,8 @@ async function submitVideo(ctx: RequestContext, rt: TasksRuntime, policy: UrlPol
       if (holdMicro > 0n) {
         const acct = await accountState(rt.store, key.account);
         if (acct.balance - acct.held < holdMicro) throw new InsufficientCreditsError(key.account, holdMicro);
+        const limit = key.spendLimitMicro;
+        if (limit !== undefined) await rt.store.tx((q) => checkKeySpend(q, key.hash, holdMicro, limit));
       }
       try {
         return await rt.engine.startUpstream({ taskId, model: req.model, kind: 'video', mode: job.mode, job, ignored, signal: AbortSignal.timeout(START_TIMEOUT_MS) });
