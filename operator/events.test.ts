@@ -10,6 +10,9 @@ describe('Ready events', () => {
     expect(readyEventOf({ status: 'False', reason: 'InvalidSpec' }, want)?.reason).toBe('ModelNotFound');
     expect(readyEventOf({ status: 'False', reason: 'ModelNotFound' }, { ...want, message: 'other', observedGeneration: 3 })).toBeUndefined();
     expect(readyEventOf({ status: 'False', reason: 'Revoked' }, { status: 'True', reason: 'Compiled', message: 'in the config snapshot' })?.type).toBe('Normal');
+    // Waiting for the minted Secret is transient: KeyMinted follows.
+    expect(readyEventOf(undefined, { status: 'False', reason: 'KeyPending', message: 'waiting' })).toBeUndefined();
+    expect(readyEventOf(undefined, { status: 'False', reason: 'SecretNameTaken', message: 'taken' })?.type).toBe('Warning');
   });
 
   it('names the object it is about and keeps messages within the API limit', () => {

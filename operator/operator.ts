@@ -329,12 +329,12 @@ export class Operator {
     if (!this.result) return undefined;
     const errors = errorsByResource(this.result.errors).get(refKey(kind, o.metadata.namespace, o.metadata.name)) ?? [];
     let keyPending: string | undefined;
+    let keyConflict: string | undefined;
     if (kind === 'ApiKey' && !o.spec?.keyHash && !this.mintedHash(o)) {
-      keyPending =
-        this.mintConflicts.get(refKey(kind, o.metadata.namespace, o.metadata.name)) ??
-        `waiting for the operator to mint the key into Secret "${mintedSecretName(o.metadata.name)}"`;
+      keyConflict = this.mintConflicts.get(refKey(kind, o.metadata.namespace, o.metadata.name));
+      if (!keyConflict) keyPending = `waiting for the operator to mint the key into Secret "${mintedSecretName(o.metadata.name)}"`;
     }
-    return desiredReady({ kind, object: o, errors, keyPending });
+    return desiredReady({ kind, object: o, errors, keyPending, keyConflict });
   }
 
   private secretNameFor(kind: Kind, o: KubeObject): string | undefined {

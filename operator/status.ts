@@ -57,6 +57,8 @@ export interface ReadyContext {
   errors: CompileError[];
   /** ApiKey: the key is not in the snapshot because its Secret is not there yet. */
   keyPending?: string;
+  /** ApiKey: the minted Secret's name is taken by a Secret this ApiKey does not own. */
+  keyConflict?: string;
   now?: number;
 }
 
@@ -75,6 +77,7 @@ export function desiredReady(ctx: ReadyContext): DesiredReady {
     if (typeof spec.expiresAt === 'string' && Date.parse(spec.expiresAt) <= (ctx.now ?? Date.now())) {
       return withGen({ status: 'False', reason: 'Expired', message: `spec.expiresAt: the key expired at ${spec.expiresAt}` });
     }
+    if (ctx.keyConflict) return withGen({ status: 'False', reason: 'SecretNameTaken', message: ctx.keyConflict });
     if (ctx.keyPending) return withGen({ status: 'False', reason: 'KeyPending', message: ctx.keyPending });
   }
   return withGen({ status: 'True', reason: 'Compiled', message: 'in the config snapshot' });

@@ -189,8 +189,9 @@ describe('operator -> gRPC -> proxy', () => {
     await cluster.apply(secret('taken-key', { apiKey: 'sk-service-not-ours' }));
     await cluster.apply(apiKeyOf('taken', {}));
     const c = await waitFor(() => (ready(cluster, 'ApiKey', 'taken')?.message.includes('not owned') ? ready(cluster, 'ApiKey', 'taken') : undefined), 'the conflict reported');
-    expect(c).toMatchObject({ status: 'False', reason: 'KeyPending' });
+    expect(c).toMatchObject({ status: 'False', reason: 'SecretNameTaken' });
     expect(c.message).toContain('Secret "taken-key"');
+    await waitFor(() => cluster.api.list('v1', 'events', NS).some((e) => e.involvedObject.name === 'taken' && e.reason === 'SecretNameTaken' && e.type === 'Warning'), 'the Warning event');
     // The foreign Secret is left alone and its value never served.
     expect(Buffer.from(cluster.api.get('v1', 'secrets', NS, 'taken-key')!.data.apiKey as string, 'base64').toString()).toBe('sk-service-not-ours');
     expect(proxy.source.current()?.keys[keyHash('sk-service-not-ours').slice(7)]).toBeUndefined();
