@@ -25,6 +25,7 @@ export const command: Command = {
   --admin-port N          admin port: /healthz /readyz /metrics and the admin API (default 9090)
   --data DIR              embedded PostgreSQL (PGlite) and local results in DIR
   --database-url URL      PostgreSQL instead of PGlite (default: env DATABASE_URL)
+  --redis-url URL         Redis for rate-limit counters shared by replicas (default: env REDIS_URL)
   --admin-token T         admin API bearer token (default: env TOLLGATE_ADMIN_TOKEN)
   --public-url URL        how clients reach this gateway (signed result URLs)
   --allow-loopback-urls   let webhooks and media URLs point at loopback addresses
@@ -41,6 +42,7 @@ export const command: Command = {
       'admin-port': { type: 'string' },
       data: { type: 'string' },
       'database-url': { type: 'string' },
+      'redis-url': { type: 'string' },
       'admin-token': { type: 'string' },
       'public-url': { type: 'string' },
       'allow-loopback-urls': { type: 'boolean' },
@@ -69,6 +71,7 @@ export const command: Command = {
       : new FolderConfigSource(quickstart ? QUICKSTART_DIR : values.config!, log);
 
     const databaseUrl = values['database-url'] ?? process.env.DATABASE_URL;
+    const redisUrl = values['redis-url'] ?? (process.env.REDIS_URL || undefined);
     const dataDir = values.data ?? (quickstart && !databaseUrl ? '.tollgate' : undefined);
     if (dataDir) {
       const { mkdir } = await import('node:fs/promises');
@@ -80,6 +83,7 @@ export const command: Command = {
     const gateway = await startGateway({
       source,
       databaseUrl,
+      redisUrl,
       dataDir: dataDir ? `${dataDir}/pg` : undefined,
       host: values.host,
       port,
