@@ -7,7 +7,7 @@
  * the ledger invariant. Rewrites the "## Billing" section of bench/RESULTS.md.
  *
  * Settings (environment): BENCH_DURATION_MS (per round, default 3000), BENCH_ROUNDS (default 3),
- * BENCH_WARMUP_MS (default 1000), BENCH_CONNECTIONS (default 50).
+ * BENCH_WARMUP_MS (default 1000), BENCH_CONNECTIONS (default "50,200").
  * Internal: `tsx bench/billing.ts serve sim|gateway SIM_URL` runs one process under test.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -163,7 +163,7 @@ async function stop(c: { proc: ChildProcess }): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const connections = num('BENCH_CONNECTIONS', 50);
+  const connectionsList = (process.env.BENCH_CONNECTIONS ?? '50,200').split(',').map(Number);
   const warmupMs = num('BENCH_WARMUP_MS', 1000);
   const durationMs = num('BENCH_DURATION_MS', 3000);
   const variants: { name: string; env: Record<string, string> }[] = [
@@ -173,25 +173,25 @@ async function main(): Promise<void> {
   ];
   const rounds = num('BENCH_ROUNDS', 3);
   const sim = await child(['sim'], {});
-  const rows: { variant: string; mode: string; r: Load; books?: Record<string, unknown> }[] = [];
+  const rows: Row[] = [];
   const gateways = new Map<string, Awaited<ReturnType<typeof child>>>();
   try {
     for (const v of variants) gateways.set(v.name, await child(['gateway', sim.url], v.env));
     // Other work shares this machine: variants take turns in short rounds, and each reports its
     // median round, so a burst of someone else's load does not land on one variant only.
-    for (const mode of ['json', 'stream'] as const) {
+    for (const connections of connectionsList) for (const mode of ['json', 'stream'] as const) {
       const runs = new Map<string, Load[]>();
       for (let round = 0; round < rounds; round++) {
         for (const v of variants) {
           const r = await load(gateways.get(v.name)!.url, chatBody(mode === 'stream'), connections, round === 0 ? warmupMs : 200, durationMs);
-          process.stderr.write(`round ${round + 1} ${v.name} ${mode}: ${r.rps.toFixed(0)} req/s p50 ${r.p50.toFixed(2)} ms p99 ${r.p99.toFixed(2)} ms errors ${r.errors}\n`);
+          process.stderr.write(`round ${round + 1} ${v.name} ${mode} x${connections}: ${r.rps.toFixed(0)} req/s p50 ${r.p50.toFixed(2)} ms p99 ${r.p99.toFixed(2)} ms errors ${r.errors}\n`);
           runs.set(v.name, [...(runs.get(v.name) ?? []), r]);
         }
       }
       for (const v of variants) {
         const sorted = [...runs.get(v.name)!].sort((a, b) => a.rps - b.rps);
         const median = sorted[Math.floor(sorted.length / 2)]!;
-        rows.push({ variant: v.name, mode, r: { ...median, errors: sorted.reduce((n, x) => n + x.errors, 0) } });
+        rows.push({ variant: v.name, mode, connections, r: { ...median, errors: sorted.reduce((n, x) => n + x.errors, 0) } });
       }
     }
   } finally {
@@ -202,28 +202,36 @@ async function main(): Promise<void> {
     }
     await stop(sim);
   }
-  writeSection(render(rows, connections, warmupMs, durationMs, rounds));
+  writeSection(render(rows, warmupMs, durationMs, rounds));
   process.stderr.write(`wrote ${SECTION} to bench/RESULTS.md\n`);
 }
 
-function render(rows: { variant: string; mode: string; r: Load; books?: Record<string, unknown> }[], connections: number, warmupMs: number, durationMs: number, rounds: number): string {
+interface Row {
+  variant: string;
+  mode: string;
+  connections: number;
+  r: Load;
+  books?: Record<string, unknown>;
+}
+
+function render(rows: Row[], warmupMs: number, durationMs: number, rounds: number): string {
   const cpu = cpus();
-  const base = (mode: string) => rows.find((x) => x.variant === 'no billing' && x.mode === mode)!.r.rps;
+  const base = (x: Row) => rows.find((y) => y.variant === 'no billing' && y.mode === x.mode && y.connections === x.connections)!.r.rps;
   const lines = [
     SECTION,
     '',
     `Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC by \`npx tsx bench/billing.ts\` on ${cpu.length} × ${cpu[0]?.model.trim() ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, Node ${process.version}. Other work shared the machine's cores.`,
-    `One gateway process per variant (every feature of \`tollgate serve\`), the simulator and the load generator (undici Pool, ${connections} keep-alive connections, closed loop) run as separate processes. The variants take turns: ${rounds} rounds of ${durationMs / 1000} s each (${warmupMs / 1000} s of warm-up first); the table shows each variant's median round (errors: all rounds). One key, one paying account: the worst case for contention.`,
+    `One gateway process per variant (every feature of \`tollgate serve\`), the simulator and the load generator (undici Pool, keep-alive connections, closed loop: each connection sends its next request when the last answer has ended) run as separate processes. The variants take turns: ${rounds} rounds of ${durationMs / 1000} s each (${warmupMs / 1000} s of warm-up first); the table shows each variant's median round (errors: all rounds). One key, one paying account: the worst case for contention.`,
     'Request: POST /v1/chat/completions, about 1 KB, a 12-word answer.',
     '',
-    '| billing | mode | req/s | vs no billing | p50 / p99 ms | errors | books after shutdown |',
-    '|---|---|---:|---:|---:|---:|---|',
+    '| billing | mode | conns | req/s | vs no billing | p50 / p99 ms | errors | books after shutdown |',
+    '|---|---|---:|---:|---:|---:|---:|---|',
   ];
   for (const x of rows) {
-    const cost = x.variant === 'no billing' ? '' : `${(((base(x.mode) - x.r.rps) / base(x.mode)) * 100).toFixed(0)}% fewer`;
+    const cost = x.variant === 'no billing' ? '' : `${(((base(x) - x.r.rps) / base(x)) * 100).toFixed(0)}% fewer`;
     const b = x.books;
     const books = b ? `${String(b.records)} usage records, held ${String(b.held)}, balance = grant - usage: ${b.exact ? 'yes' : 'NO'}, invariant violations: ${String(b.violations)}` : '';
-    lines.push(`| ${x.variant} | ${x.mode} | ${x.r.rps.toFixed(0)} | ${cost || '—'} | ${x.r.p50.toFixed(2)} / ${x.r.p99.toFixed(2)} | ${x.r.errors} | ${books} |`);
+    lines.push(`| ${x.variant} | ${x.mode} | ${x.connections} | ${x.r.rps.toFixed(0)} | ${cost || '—'} | ${x.r.p50.toFixed(2)} / ${x.r.p99.toFixed(2)} | ${x.r.errors} | ${books} |`);
   }
   lines.push(
     '',
