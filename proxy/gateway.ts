@@ -60,6 +60,9 @@ export async function startGateway(opts: StartOptions): Promise<Gateway> {
   let runtime: RuntimeConfig | undefined;
   const swap = (c: GatewayConfig) => {
     runtime = new RuntimeConfig(c);
+    metrics.config.reset();
+    metrics.config.set({ version: c.version }, 1);
+    metrics.configSwaps.inc();
   };
   opts.source.onUpdate(swap);
   await opts.source.start();

@@ -139,4 +139,15 @@ describe('admin port', () => {
     expect(text).not.toContain('zzz');
     expect(text).not.toContain(KEY);
   });
+
+  it('names the config version in service in its metrics, and follows a swap', async () => {
+    const before = source.current()!.version;
+    const metric = async () => (await (await fetch(`${gw.adminUrl}/metrics`)).text()).split('\n').filter((l) => l.startsWith('tollgate_config_info{'));
+    expect(await metric()).toEqual([`tollgate_config_info{version="${before}"} 1`]);
+    const next = compile([...resources, group('second', ['m'])].map((object) => ({ object }))).config;
+    source.set(next);
+    expect(next.version).not.toBe(before);
+    expect(await metric()).toEqual([`tollgate_config_info{version="${next.version}"} 1`]);
+    source.set(compile(resources.map((object) => ({ object }))).config);
+  });
 });

@@ -1,9 +1,12 @@
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 export interface GatewayMetrics {
   registry: Registry;
   requests: Counter<'route' | 'status'>;
   duration: Histogram<'route' | 'status'>;
+  /** 1 for the config version in service; the version label lets dashboards compare replicas. */
+  config: Gauge<'version'>;
+  configSwaps: Counter;
 }
 
 /** One registry per gateway (tests start several in one process). Labels never carry keys. */
@@ -23,5 +26,16 @@ export function createMetrics(): GatewayMetrics {
     buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120],
     registers: [registry],
   });
-  return { registry, requests, duration };
+  const config = new Gauge({
+    name: 'tollgate_config_info',
+    help: 'The config snapshot in service (value 1, labelled with its version)',
+    labelNames: ['version'] as const,
+    registers: [registry],
+  });
+  const configSwaps = new Counter({
+    name: 'tollgate_config_swaps_total',
+    help: 'Config snapshots taken into service',
+    registers: [registry],
+  });
+  return { registry, requests, duration, config, configSwaps };
 }
