@@ -233,9 +233,12 @@ function render(rows: Row[], warmupMs: number, durationMs: number, rounds: numbe
     const books = b ? `${String(b.records)} usage records, held ${String(b.held)}, balance = grant - usage: ${b.exact ? 'yes' : 'NO'}, invariant violations: ${String(b.violations)}` : '';
     lines.push(`| ${x.variant} | ${x.mode} | ${x.connections} | ${x.r.rps.toFixed(0)} | ${cost || '—'} | ${x.r.p50.toFixed(2)} / ${x.r.p99.toFixed(2)} | ${x.r.errors} | ${books} |`);
   }
+  const costs = rows.filter((x) => x.variant !== 'no billing').map((x) => ((base(x) - x.r.rps) / base(x)) * 100);
   lines.push(
     '',
-    'Goal (issue 4): billing costs under 25% of throughput. How: no store round trip on the request path while the lease covers it (admission is an in-memory check against a lease taken in one transaction); one transaction per group commit for every capture and usage record that queued meanwhile; the response\'s last bytes wait for that commit, so the client sees the commit latency, not a per-request transaction.',
+    `Goal (issue 4): billing costs under 25% of throughput. Measured: ${Math.min(...costs).toFixed(0)}% to ${Math.max(...costs).toFixed(0)}% fewer requests per second${Math.max(...costs) < 25 ? ' — met' : ' — not met on this machine'}.`,
+    '',
+    'What the metered path does: no store round trip while a lease covers the request (admission is an in-memory check against a lease taken in one transaction); every request that settled while the previous commit ran goes into the next group commit, one statement (a PL/pgSQL function, so its plan is prepared once); the response\'s last bytes wait for that commit. What it costs: per request, two rows (the capture in the ledger, the usage record) and their eight index entries. With PGlite that work runs in WebAssembly on the gateway\'s own thread (about 80 µs a request, measured by calling the commit alone with batches of 200); with PostgreSQL the server takes the same two cores as the gateway, the simulator and the load generator. In a closed loop the wait for the commit (p50 about +8 ms at 50 connections) is throughput too; at 200 connections the gap is the database\'s CPU. Every metered run ends with exact books (last column), so the batching does not weaken the invariant.',
     '',
   );
   return lines.join('\n');
