@@ -51,7 +51,6 @@ export async function writeCaptures(q: Queryable, items: CaptureItem[]): Promise
       credits: i.record.credits.toString(),
       hold: i.leaseId ?? null,
       key_hash: i.record.keyHash,
-      meta: { request: i.record.requestId, key: i.record.keyName, model: i.record.model },
     }));
   const records = items.map((i) => {
     const r = i.record;
@@ -78,7 +77,7 @@ export async function writeCaptures(q: Queryable, items: CaptureItem[]): Promise
       ttft_ms: r.ttftMs === undefined ? null : Math.round(r.ttftMs),
     };
   });
-  const r = await q.query<{ outcome: string; ref: string }>('SELECT outcome, ref FROM billing_commit($1::jsonb, $2::jsonb)', [JSON.stringify(captures), JSON.stringify(records)]);
+  const r = await q.query<{ outcome: string; ref: string }>('SELECT outcome, ref FROM billing_commit($1::json, $2::json)', [JSON.stringify(captures), JSON.stringify(records)]);
   for (const row of r.rows) (row.outcome === 'lost' ? lostLeases : applied).add(row.ref);
   return { applied, lostLeases };
 }

@@ -154,7 +154,7 @@ for (const sc of storeCases()) {
       const after = await settledBooks();
       expect(after.balance).toBe(before.balance);
       expect(after.held).toBe(0n);
-      const rows = await s.store.query("SELECT 1 FROM ledger WHERE kind = 'capture' AND meta->>'request' = $1", [id]);
+      const rows = await s.store.query("SELECT 1 FROM ledger l JOIN usage_records u ON u.operation_id = l.operation_id WHERE l.kind = 'capture' AND u.request_id = $1", [id]);
       expect(rows.rows).toHaveLength(0);
     });
 
@@ -255,7 +255,7 @@ for (const sc of storeCases()) {
       // More than the hold (reasoning): charged in full.
       expect(BigInt(rec.credits as string)).toBe(610n);
       expect(Number(rec.reasoning_tokens)).toBe(250);
-      const caps = await s.store.query("SELECT 1 FROM ledger WHERE kind = 'capture' AND meta->>'request' = $1", [quote.requestId]);
+      const caps = await s.store.query("SELECT 1 FROM ledger l JOIN usage_records u ON u.operation_id = l.operation_id WHERE l.kind = 'capture' AND u.request_id = $1", [quote.requestId]);
       expect(caps.rows).toHaveLength(1);
     });
   });

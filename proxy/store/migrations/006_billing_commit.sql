@@ -6,13 +6,14 @@
 -- most what the lease has left after the captures before it; any excess is charged to the
 -- balance alone), insert the capture rows (a replayed operation id is skipped by the unique
 -- (operation_id, kind)), apply exactly the inserted rows to accounts, leases and key spend, and
--- insert the usage records. Returns ('applied', operation id) and ('lost', lease id) rows.
+-- insert the usage records. A capture row carries no meta: its usage record has the same
+-- operation id. Returns ('applied', operation id) and ('lost', lease id) rows.
 -- Statements end mid-line inside the body: migrations split on ';' at line ends.
-CREATE OR REPLACE FUNCTION billing_commit(captures JSONB, records JSONB) RETURNS TABLE (outcome TEXT, ref TEXT) LANGUAGE plpgsql AS $fn$
+CREATE OR REPLACE FUNCTION billing_commit(captures JSON, records JSON) RETURNS TABLE (outcome TEXT, ref TEXT) LANGUAGE plpgsql AS $fn$
 BEGIN
   RETURN QUERY
   WITH v AS (
-      SELECT * FROM jsonb_to_recordset(captures) AS v(ord INT, account TEXT, op TEXT, credits BIGINT, hold TEXT, key_hash TEXT, meta JSONB)
+      SELECT * FROM json_to_recordset(captures) AS v(ord INT, account TEXT, op TEXT, credits BIGINT, hold TEXT, key_hash TEXT)
     ), lk AS (
       SELECT hold_id, remaining FROM holds WHERE hold_id IN (SELECT hold FROM v) ORDER BY hold_id FOR UPDATE
     ), c AS (
@@ -20,8 +21,8 @@ BEGIN
                OVER (PARTITION BY v.hold ORDER BY v.ord ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0))) END AS settles
         FROM v LEFT JOIN lk ON lk.hold_id = v.hold
     ), ins AS (
-      INSERT INTO ledger (account, operation_id, kind, delta_balance, delta_held, hold_id, meta)
-      SELECT account, op, 'capture', -credits, -settles, hold, meta FROM c ORDER BY ord
+      INSERT INTO ledger (account, operation_id, kind, delta_balance, delta_held, hold_id)
+      SELECT account, op, 'capture', -credits, -settles, hold FROM c ORDER BY ord
       ON CONFLICT (operation_id, kind) DO NOTHING
       RETURNING account, operation_id, delta_balance, delta_held, hold_id
     ), acc AS (
@@ -42,7 +43,7 @@ BEGIN
       INSERT INTO usage_records (operation_id, request_id, key_name, key_hash, account, group_name, model, upstream_model, protocol,
         input_tokens, cached_input_tokens, cache_write_tokens, output_tokens, reasoning_tokens, credits, usage_source, status,
         http_status, latency_ms, ttft_ms)
-      SELECT u.* FROM jsonb_to_recordset(records) AS u(operation_id TEXT, request_id TEXT, key_name TEXT, key_hash TEXT, account TEXT,
+      SELECT u.* FROM json_to_recordset(records) AS u(operation_id TEXT, request_id TEXT, key_name TEXT, key_hash TEXT, account TEXT,
         group_name TEXT, model TEXT, upstream_model TEXT, protocol TEXT, input_tokens BIGINT, cached_input_tokens BIGINT,
         cache_write_tokens BIGINT, output_tokens BIGINT, reasoning_tokens BIGINT, credits BIGINT, usage_source TEXT, status TEXT,
         http_status INT, latency_ms INT, ttft_ms INT)
