@@ -1,0 +1,83 @@
+import { createServer } from 'node:net';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CompiledBackend } from '../../api/snapshot/index.js';
+import { coolDown, isCooling, orderBackends, resetCooldowns } from '../../proxy/upstreams/index.js';
+import { apiKey, chatRoute, group } from '../support/resources.js';
+import { startStack, type Stack } from '../support/stack.js';
+import { RecordingBilling, rid } from './support.js';
+
+const backend = (model: string, priority: number, weight = 1): CompiledBackend => ({ provider: 'openai', baseURL: `http://b/${model}`, model, priority, weight, timeoutMs: 1000 });
+
+describe('orderBackends', () => {
+  it('lowest priority first, by weight within a priority, cooling backends last', () => {
+    resetCooldowns();
+    const list = [backend('a', 0, 1), backend('b', 0, 3), backend('c', 1)];
+    // random() = 0.5 of a total weight of 4 lands on b (a covers [0, 1), b [1, 4)).
+    expect(orderBackends(list, () => 0.5).map((b) => b.model)).toEqual(['b', 'a', 'c']);
+    expect(orderBackends(list, () => 0.1).map((b) => b.model)).toEqual(['a', 'b', 'c']);
+    coolDown(list[0]!, 60_000);
+    expect(orderBackends(list, () => 0.1).map((b) => b.model)).toEqual(['b', 'c', 'a']);
+    resetCooldowns();
+  });
+});
+
+const KEY = 'sk-service-failover-test';
+const billing = new RecordingBilling();
+let stack: Stack;
+let client: OpenAI;
+let deadURL: string;
+
+async function deadPort(): Promise<number> {
+  const srv = createServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
+  const { port } = srv.address() as { port: number };
+  await new Promise<void>((r) => srv.close(() => r()));
+  return port;
+}
+
+beforeAll(async () => {
+  resetCooldowns();
+  const dead = await deadPort();
+  deadURL = `http://127.0.0.1:${dead}/v1`;
+  stack = await startStack(
+    (sim) => [
+      {
+        ...chatRoute('multi', `${sim}/v1`),
+        spec: {
+          type: 'chat',
+          backends: [
+            { provider: 'openai', baseURL: `http://127.0.0.1:${dead}/v1`, model: 'primary', priority: 0 },
+            { provider: 'openai', baseURL: `${sim}/v1`, model: 'secondary', priority: 1 },
+          ],
+          pricing: { inputPerMillion: '1', outputPerMillion: '2' },
+        },
+      },
+      group('g', ['multi']),
+      apiKey('k', KEY, 'g'),
+    ],
+    { billing: billing.factory },
+  );
+  client = new OpenAI({ baseURL: `${stack.gw.url}/v1`, apiKey: KEY, maxRetries: 0 });
+});
+afterAll(async () => {
+  await stack.close();
+  resetCooldowns();
+});
+
+describe('failover while nothing was sent', () => {
+  it('an unreachable first backend is skipped for the next one, once, and then cools down', async () => {
+    const id = rid('f-stream');
+    let text = '';
+    for await (const c of await client.chat.completions.create({ model: 'multi', stream: true, messages: [{ role: 'user', content: 'hi' }] }, { headers: { 'x-request-id': id } })) {
+      text += c.choices[0]?.delta.content ?? '';
+    }
+    expect(text.length).toBeGreaterThan(0);
+    expect(billing.settled(id)).toMatchObject({ status: 'ok', upstreamModel: 'secondary', usageSource: 'reported' });
+    // The primary cools down (10 s after a connect error), so the next requests try it last.
+    expect(isCooling({ ...backend('primary', 0), baseURL: deadURL })).toBe(true);
+    const id2 = rid('f-json');
+    await client.chat.completions.create({ model: 'multi', messages: [{ role: 'user', content: 'again' }] }, { headers: { 'x-request-id': id2 } });
+    expect(billing.settled(id2)).toMatchObject({ status: 'ok', upstreamModel: 'secondary' });
+  });
+});
