@@ -119,7 +119,9 @@ export class BillingEngine implements Billing {
     acct.reserved -= amount;
     acct.inflight--;
     acct.lastUsed = Date.now();
-    acct.remaining -= acct.remaining < cost ? acct.remaining : cost;
+    const leaseId = acct.leaseId;
+    const settles = acct.remaining < cost ? acct.remaining : cost;
+    acct.remaining -= settles;
     if (key) {
       key.reserved -= amount;
       key.unflushed += cost;
@@ -129,7 +131,7 @@ export class BillingEngine implements Billing {
     try {
       await this.enqueue({
         operationId,
-        leaseId: acct.leaseId,
+        leaseId,
         record: {
           requestId: quote.requestId,
           keyName: quote.keyName,
@@ -152,6 +154,11 @@ export class BillingEngine implements Billing {
         key.unflushed -= cost;
         key.stored += cost;
       }
+    } catch (err) {
+      // Not written (the store kept failing): nothing was charged, so the lease still has it.
+      if (acct.leaseId === leaseId) acct.remaining += settles;
+      if (key) key.unflushed -= cost;
+      throw err;
     } finally {
       acct.writing--;
     }

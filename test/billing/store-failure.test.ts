@@ -1,0 +1,71 @@
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Queryable, Store } from '../../proxy/store/index.js';
+import { apiKey, chatRoute, group } from '../support/resources.js';
+import { disposeStore, storeCases } from '../support/stores.js';
+import { billingStack, books, C, type BillingStack } from './support.js';
+
+/**
+ * "Charged, or not answered": when the group commit cannot be written, the client does not get
+ * its answer (a 500 instead of the completion), nothing is charged, and once the store is back
+ * the next request is served and charged as usual.
+ */
+const KEY = 'sk-service-billing-store-failure';
+
+/** The store, except that group commits fail while `failing` is set. */
+function flaky(store: Store): Store & { failing: boolean } {
+  const wrap = (q: Queryable): Queryable => ({
+    query: (sql, params) => {
+      if (out.failing && sql.includes('billing_commit')) return Promise.reject(new Error('simulated store outage'));
+      return q.query(sql, params);
+    },
+  });
+  const out = {
+    failing: false,
+    kind: store.kind,
+    query: <R>(sql: string, params?: unknown[]) => wrap(store).query<R>(sql, params),
+    tx: <T>(fn: (q: Queryable) => Promise<T>) => store.tx((q) => fn(wrap(q))),
+    close: () => store.close(),
+  };
+  return out;
+}
+
+for (const sc of storeCases()) {
+  describe(`a store outage at settlement on ${sc.name}`, () => {
+    let s: BillingStack;
+    let real: Store;
+    let store: Store & { failing: boolean };
+    beforeAll(async () => {
+      real = await sc.open();
+      store = flaky(real);
+      s = await billingStack({ shared: store }, (sim) => [chatRoute('m', `${sim}/v1`), group('g', ['m']), apiKey('k', KEY, 'g', { account: 'acct' })]);
+      await s.grant('acct', 10n * C, 'outage-grant');
+    });
+    afterAll(async () => {
+      await s?.dispose();
+      // A stack does not dispose a store it was handed.
+      if (real) await disposeStore(real);
+    });
+
+    it('the client gets a 500 instead of an answer it was not charged for; afterwards billing resumes', async () => {
+      const client = new OpenAI({ baseURL: `${s.gw.url}/v1`, apiKey: KEY, maxRetries: 0 });
+      const before = await books(store, 'acct');
+      store.failing = true;
+      await expect(client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'during the outage' }] })).rejects.toMatchObject({ status: 500 });
+      store.failing = false;
+      const during = await books(store, 'acct');
+      expect(during.balance).toBe(before.balance);
+      expect(during.usageRecords).toBe(0);
+
+      const ok = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'after the outage' }] });
+      expect(ok.usage!.total_tokens).toBeGreaterThan(0);
+      await s.close();
+      const after = await books(store, 'acct');
+      expect(after.usageRecords).toBe(1);
+      expect(after.balance).toBe(after.grants - after.usageCredits);
+      expect(after.usageCredits).toBe(BigInt(ok.usage!.prompt_tokens + 2 * ok.usage!.completion_tokens));
+      expect(after.held).toBe(0n);
+      expect(after.violations).toEqual([]);
+    }, 30_000);
+  });
+}
