@@ -4,16 +4,19 @@ import { handleCountTokens } from './count-tokens.js';
 import { handleChat } from './handler.js';
 import { getModel, listModels, modelsShape } from './models.js';
 
-/** The chat endpoints, token counting and the model list. */
+/**
+ * The chat endpoints, token counting and the model list. All of them take ccOnly keys: the
+ * client policy (client-policy.ts) decides per endpoint and names the reason.
+ */
 export function chatFeature(deps: GatewayDeps): Feature {
   return {
     routes: [
-      { method: 'POST', path: '/v1/chat/completions', shape: 'openai', auth: 'key', handler: (ctx) => handleChat(ctx, deps, PROTOCOLS['chat-completions']) },
-      { method: 'POST', path: '/v1/responses', shape: 'openai', auth: 'key', handler: (ctx) => handleChat(ctx, deps, PROTOCOLS.responses) },
-      { method: 'POST', path: '/v1/messages', shape: 'anthropic', auth: 'key', handler: (ctx) => handleChat(ctx, deps, PROTOCOLS.messages) },
-      { method: 'POST', path: '/v1/messages/count_tokens', shape: 'anthropic', auth: 'key', handler: handleCountTokens },
-      { method: 'GET', path: '/v1/models', shape: modelsShape, auth: 'key', handler: listModels },
-      { method: 'GET', path: '/v1/models/:id', name: '/v1/models/{id}', shape: modelsShape, auth: 'key', handler: getModel },
+      { method: 'POST', path: '/v1/chat/completions', shape: 'openai', auth: 'key', ccOnlyAware: true, handler: (ctx) => handleChat(ctx, deps, PROTOCOLS['chat-completions']) },
+      { method: 'POST', path: '/v1/responses', shape: 'openai', auth: 'key', ccOnlyAware: true, handler: (ctx) => handleChat(ctx, deps, PROTOCOLS.responses) },
+      { method: 'POST', path: '/v1/messages', shape: 'anthropic', auth: 'key', ccOnlyAware: true, handler: (ctx) => handleChat(ctx, deps, PROTOCOLS.messages) },
+      { method: 'POST', path: '/v1/messages/count_tokens', shape: 'anthropic', auth: 'key', ccOnlyAware: true, handler: handleCountTokens },
+      { method: 'GET', path: '/v1/models', shape: modelsShape, auth: 'key', ccOnlyAware: true, handler: listModels },
+      { method: 'GET', path: '/v1/models/:id', name: '/v1/models/{id}', shape: modelsShape, auth: 'key', ccOnlyAware: true, handler: getModel },
     ],
   };
 }

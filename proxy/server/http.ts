@@ -100,6 +100,12 @@ export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res:
       };
       if (route.auth === 'key') {
         const key = (ctx.key = authenticate(req, config!));
+        if (key.group.ccOnly && !route.ccOnlyAware) {
+          throw new GatewayError(
+            'client_restricted',
+            `this key's group "${key.group.name}" is restricted to the Claude Code client, which does not use ${route.name ?? route.path}; use a key of a regular group for other clients`,
+          );
+        }
         const limits = key.group.rateLimits;
         if (opts.limiter && method === 'POST' && (limits.requestsPerMinute || limits.tokensPerMinute || limits.concurrentRequests)) {
           res.once('close', await opts.limiter.admit(key.hash, limits));

@@ -49,5 +49,11 @@ export interface Route {
   shape: ErrorShape | ((req: IncomingMessage) => ErrorShape);
   /** key: Bearer sk-service- key required; admin: admin token; none: open. */
   auth: 'key' | 'admin' | 'none';
+  /**
+   * The handler serves keys of ccOnly groups and runs the Claude Code check itself. Every other
+   * key route refuses them with 403 before its handler runs, so a new endpoint is closed to
+   * restricted keys unless it opts in.
+   */
+  ccOnlyAware?: true;
   handler(ctx: RequestContext): Promise<void>;
 }

@@ -68,6 +68,25 @@ describe('a ccOnly group', () => {
     await expect(client.responses.create({ model: 'sim-gpt', input: 'hi' })).rejects.toMatchObject({ status: 403, type: 'permission_error' });
   });
 
+  it('refuses every other endpoint (images, videos, credits) with 403 in the OpenAI shape before its handler runs', async () => {
+    const cc = loadFixtures().find((f) => f.name === 'claude-code-2.1-interactive')!;
+    const upstreamBefore = stack.sim.recorder.all().length;
+    for (const [method, path, body] of [
+      ['POST', '/v1/images/generations', { model: 'sim-claude', prompt: 'a cat' }],
+      ['POST', '/v1/videos/generations', { model: 'sim-claude', prompt: 'a cat' }],
+      ['GET', '/v1/credits', undefined],
+    ] as const) {
+      const r = await request(`${stack.gw.url}${path}`, {
+        method,
+        headers: { ...cc.headers, authorization: `Bearer ${CC_KEY}`, 'content-type': 'application/json' },
+        ...(body ? { body: JSON.stringify(body) } : {}),
+      });
+      expect(r.statusCode, path).toBe(403);
+      expect(await r.body.json(), path).toMatchObject({ error: { type: 'permission_error', message: expect.stringContaining(`restricted to the Claude Code client, which does not use ${path}`) } });
+    }
+    expect(stack.sim.recorder.all().length).toBe(upstreamBefore);
+  });
+
   it("lists models for Claude Code's own requests", async () => {
     const cc = loadFixtures().find((f) => f.name === 'claude-code-2.1-interactive')!;
     const r = await request(`${stack.gw.url}/v1/models`, { headers: { ...cc.headers, authorization: `Bearer ${CC_KEY}` } });
