@@ -69,6 +69,8 @@ export class BillingEngine implements Billing {
   private writers = new Set<Promise<void>>();
   private readonly timers: NodeJS.Timeout[] = [];
   private closing: Promise<void> | undefined;
+  /** Chat requests holding credits on this replica (admitted, not yet settled). */
+  private inflight = 0;
 
   constructor(
     private readonly store: Store,
@@ -105,6 +107,7 @@ export class BillingEngine implements Billing {
     }
     acct.reserved += amount;
     acct.lastUsed = Date.now();
+    this.inflight++;
     if (key) key.reserved += amount;
     const operationId = `chat:${randomBytes(12).toString('hex')}`;
     let settled: Promise<void> | undefined;
@@ -118,6 +121,7 @@ export class BillingEngine implements Billing {
     const cost = o.usage ? chatCost(quote.prices, o.usage) : 0n;
     acct.reserved -= amount;
     acct.inflight--;
+    this.inflight--;
     acct.lastUsed = Date.now();
     const leaseId = acct.leaseId;
     const settles = acct.remaining < cost ? acct.remaining : cost;
@@ -331,14 +335,18 @@ export class BillingEngine implements Billing {
    * Whatever queues while a commit is written goes in the next one. A commit starts only after
    * the event loop has run its pending I/O once (setImmediate): every request whose answer is
    * already in joins it. Without that pause PGlite, which runs on this thread, would commit
-   * requests one by one while holding the others back. On PostgreSQL a second commit may start
+   * requests one by one while holding the others back. When more requests are in flight than
+   * waiting, it lingers commitLingerMs more: a commit has a fixed cost, so larger batches leave
+   * more CPU for requests under load, and a lone request is not delayed. On PostgreSQL a second commit may start
    * while one is in flight (it prepares and sends its batch, then waits for the lease lock), so
    * the database's commit latency is not paid twice in a row.
    */
   private kick(): void {
     const max = this.store.kind === 'postgres' ? 2 : 1;
     if (this.writers.size >= max || this.queue.length === 0) return;
-    const w: Promise<void> = new Promise<void>((r) => setImmediate(r))
+    // More requests in flight than waiting: some will settle in a moment; let them share the commit.
+    const linger = this.inflight > this.queue.length ? this.settings.commitLingerMs : 0;
+    const w: Promise<void> = new Promise<void>((r) => (linger > 0 ? setTimeout(r, linger) : setImmediate(r)))
       .then(() => this.commitNext())
       .finally(() => {
         this.writers.delete(w);

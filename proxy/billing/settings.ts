@@ -16,6 +16,8 @@ export interface BillingSettings {
    * meanwhile is seen when it ends.
    */
   refusalMemoryMs: number;
+  /** How long a group commit waits for more settlements while other requests are in flight. */
+  commitLingerMs: number;
 }
 
 export const DEFAULT_BILLING_SETTINGS: BillingSettings = {
@@ -25,6 +27,7 @@ export const DEFAULT_BILLING_SETTINGS: BillingSettings = {
   sliceFactor: 8n,
   maxBatch: 500,
   refusalMemoryMs: 250,
+  commitLingerMs: 3,
 };
 
 const seconds = (env: NodeJS.ProcessEnv, name: string): number | undefined => {
