@@ -1,15 +1,11 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { accountState, verifyLedger } from '../../proxy/billing/ledger.js';
-import { migrate, openStore, type Store } from '../../proxy/store/index.js';
-import { PgliteStore } from '../../proxy/store/pglite.js';
 import { startSimulator, type Simulator } from '../../simulator/index.js';
-import { startCli } from '../support/cli.js';
 import { apiKey, group } from '../support/resources.js';
+import { serveChild, serveTargets, writeManifests, type ServeTarget } from '../support/serve-child.js';
 import { C, client, grant, imageRoute, KEY } from './support.js';
 
 /**
@@ -17,73 +13,24 @@ import { C, client, grant, imageRoute, KEY } from './support.js';
  * in flight): after a restart on the same database the task is taken up again once its lease
  * runs out, completes, and is charged once.
  */
-interface Target {
-  /** serve flags naming the database. */
-  flags: string[];
-  /** The child's environment: PGlite's must not inherit DATABASE_URL (serve would prefer it). */
-  env: Record<string, string>;
-  /** Opens the database from this process (PGlite: only while no child has it open). */
-  open(): Promise<Store>;
-  dispose(): Promise<void>;
-}
-
-async function pgliteTarget(dir: string): Promise<Target> {
-  return {
-    flags: ['--data', dir],
-    env: { DATABASE_URL: '' },
-    open: async () => {
-      const s = new PgliteStore(join(dir, 'pg'));
-      await migrate(s);
-      return s;
-    },
-    dispose: () => rm(dir, { recursive: true, force: true }),
-  };
-}
-
-async function postgresTarget(url: string): Promise<Target> {
-  const schema = `t_${randomBytes(6).toString('hex')}`;
-  const open = () => openStore({ databaseUrl: url, schema });
-  const withPath = `${url}${url.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}`)}`;
-  return {
-    flags: ['--database-url', withPath],
-    env: {},
-    open,
-    dispose: async () => {
-      const s = await open();
-      await s.query(`DROP SCHEMA "${schema}" CASCADE`);
-      await s.close();
-    },
-  };
-}
-
-const targets: { name: string; make: () => Promise<Target> }[] = [{ name: 'pglite', make: async () => pgliteTarget(await mkdtemp(join(tmpdir(), 'tollgate-crash-'))) }];
-if (process.env.DATABASE_URL) targets.push({ name: 'postgres', make: () => postgresTarget(process.env.DATABASE_URL!) });
+const ENV = { TOLLGATE_TASK_LEASE_SECONDS: '1.5', TOLLGATE_TASK_POLL_SECONDS: '0.05', TOLLGATE_TASK_RETRY_SECONDS: '0.05', TOLLGATE_LOG_LEVEL: 'info' };
 
 let sim: Simulator;
 let configDir: string;
 beforeAll(async () => {
   sim = await startSimulator();
-  configDir = await mkdtemp(join(tmpdir(), 'tollgate-crash-config-'));
-  // JSON is YAML: the manifests a user would write, in one file.
-  const docs = [imageRoute('img', 'openai', `${sim.url}/v1`, { model: 'image-sim' }), group('g', ['img']), apiKey('k', KEY, 'g', { account: 'acct' })];
-  await writeFile(join(configDir, 'manifests.yaml'), docs.map((d) => JSON.stringify(d)).join('\n---\n'));
+  configDir = await writeManifests([imageRoute('img', 'openai', `${sim.url}/v1`, { model: 'image-sim' }), group('g', ['img']), apiKey('k', KEY, 'g', { account: 'acct' })], 'tollgate-crash-config-');
 });
 afterAll(async () => {
   await sim?.close();
   if (configDir) await rm(configDir, { recursive: true, force: true });
 });
 
-const ENV = { TOLLGATE_TASK_LEASE_SECONDS: '1.5', TOLLGATE_TASK_POLL_SECONDS: '0.05', TOLLGATE_TASK_RETRY_SECONDS: '0.05', TOLLGATE_LOG_LEVEL: 'info' };
+const serve = (t: ServeTarget) => serveChild(t, configDir, { env: ENV });
 
-function serve(t: Target): Promise<{ child: ChildProcess; url: string; exited: Promise<number | null> }> {
-  return startCli(['serve', '--config', configDir, '--port', '0', '--admin-port', '0', ...t.flags], (l) => l.msg === 'gateway listening', { ...ENV, ...t.env }, 60_000).then(
-    ({ child, match, exited }) => ({ child, url: match.api as string, exited }),
-  );
-}
-
-for (const { name, make } of targets) {
+for (const { name, make } of serveTargets('tollgate-crash-')) {
   describe(`a worker killed mid-task on ${name}`, () => {
-    let t: Target;
+    let t: ServeTarget;
     const children: ChildProcess[] = [];
     beforeAll(async () => {
       t = await make();
