@@ -1,3 +1,4 @@
+import { envSeconds as seconds } from '../config/env.js';
 import { DEFAULT_RETRY_SCHEDULE_S } from '../webhooks/schedule.js';
 import type { TaskKind } from './types.js';
 
@@ -39,14 +40,6 @@ export const DEFAULT_SETTINGS: TaskSettings = {
   mediaMaxBytes: 50 * 1024 * 1024,
   resultMaxBytes: 2 * 1024 * 1024 * 1024,
   stopGraceMs: 10_000,
-};
-
-const seconds = (env: NodeJS.ProcessEnv, name: string): number | undefined => {
-  const v = env[name];
-  if (v === undefined || v === '') return undefined;
-  const n = Number(v);
-  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number of seconds, got "${v}"`);
-  return n * 1000;
 };
 
 /** TOLLGATE_* overrides (README "Images": settings). A bad value stops the start with its name. */

@@ -1,0 +1,11 @@
+/**
+ * A positive number of seconds from an environment variable, in milliseconds; unset or empty is
+ * undefined. A bad value throws with the variable's name, so a misconfigured start stops early.
+ */
+export function envSeconds(env: NodeJS.ProcessEnv, name: string): number | undefined {
+  const v = env[name];
+  if (v === undefined || v === '') return undefined;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number of seconds, got "${v}"`);
+  return n * 1000;
+}
