@@ -13,7 +13,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { cpus, totalmem } from 'node:os';
+import { cpus, loadavg, totalmem } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
@@ -172,6 +172,7 @@ async function main(): Promise<void> {
     ...(process.env.DATABASE_URL ? [{ name: 'metered, PostgreSQL', env: { BENCH_BILLING: 'metered', BENCH_STORE: 'postgres' } }] : []),
   ];
   const rounds = num('BENCH_ROUNDS', 3);
+  const load1 = loadavg()[0]!;
   const sim = await child(['sim'], {});
   const rows: Row[] = [];
   const gateways = new Map<string, Awaited<ReturnType<typeof child>>>();
@@ -202,7 +203,7 @@ async function main(): Promise<void> {
     }
     await stop(sim);
   }
-  writeSection(render(rows, warmupMs, durationMs, rounds));
+  writeSection(render(rows, warmupMs, durationMs, rounds, load1));
   process.stderr.write(`wrote ${SECTION} to bench/RESULTS.md\n`);
 }
 
@@ -214,13 +215,13 @@ interface Row {
   books?: Record<string, unknown>;
 }
 
-function render(rows: Row[], warmupMs: number, durationMs: number, rounds: number): string {
+function render(rows: Row[], warmupMs: number, durationMs: number, rounds: number, load1: number): string {
   const cpu = cpus();
   const base = (x: Row) => rows.find((y) => y.variant === 'no billing' && y.mode === x.mode && y.connections === x.connections)!.r.rps;
   const lines = [
     SECTION,
     '',
-    `Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC by \`npx tsx bench/billing.ts\` on ${cpu.length} × ${cpu[0]?.model.trim() ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, Node ${process.version}. Other work shared the machine's cores.`,
+    `Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC by \`npx tsx bench/billing.ts\` on ${cpu.length} × ${cpu[0]?.model.trim() ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, Node ${process.version}. Other work shared the machine's cores (load average ${load1.toFixed(1)} when the run started).`,
     `One gateway process per variant (every feature of \`tollgate serve\`), the simulator and the load generator (undici Pool, keep-alive connections, closed loop: each connection sends its next request when the last answer has ended) run as separate processes. The variants take turns: ${rounds} rounds of ${durationMs / 1000} s each (${warmupMs / 1000} s of warm-up first); the table shows each variant's median round (errors: all rounds). One key, one paying account: the worst case for contention.`,
     'Request: POST /v1/chat/completions, about 1 KB, a 12-word answer.',
     '',
