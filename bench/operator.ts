@@ -13,7 +13,7 @@
  */
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions, ApiextensionsV1Api, type V1CustomResourceDefinition } from '@kubernetes/client-node';
@@ -23,9 +23,9 @@ import { compile, type RawResource } from '../api/snapshot/index.js';
 import { Operator } from '../operator/operator.js';
 import { acceptSnapshot, GrpcConfigSource } from '../proxy/config/grpc-source.js';
 import { RuntimeConfig } from '../proxy/config/runtime.js';
+import { writeSection } from './results.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
-const RESULTS = fileURLToPath(new URL('./RESULTS.md', import.meta.url));
 const SECTION = '## Operator';
 const rounds = Number(process.env.BENCH_ROUNDS ?? 50);
 const debounces = (process.env.BENCH_DEBOUNCE_MS ?? '10,50').split(',').map(Number);
@@ -145,13 +145,4 @@ for (const n of keyCounts) {
 }
 lines.push('');
 
-const current = readFileSync(RESULTS, 'utf8');
-const start = current.indexOf(`\n${SECTION}\n`);
-let next: string;
-if (start === -1) next = `${current.trimEnd()}\n\n${lines.join('\n')}`;
-else {
-  const after = current.indexOf('\n## ', start + SECTION.length + 1);
-  next = current.slice(0, start + 1) + lines.join('\n') + (after === -1 ? '' : current.slice(after));
-}
-writeFileSync(RESULTS, next.endsWith('\n') ? next : `${next}\n`);
-process.stderr.write(`wrote ${SECTION} in bench/RESULTS.md\n`);
+writeSection(SECTION, lines.join('\n'));

@@ -9,14 +9,14 @@
  * BENCH_VARIANTS (default "metered,no-billing").
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { readFileSync, existsSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { BENCH_KEY, chatBody } from './chat/config.js';
 import { runLoad, type LoadResult } from './chat/load.js';
+import { writeSection } from './results.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
-const RESULTS = fileURLToPath(new URL('./RESULTS.md', import.meta.url));
 const NOTES = fileURLToPath(new URL('./chat/NOTES.md', import.meta.url));
 const SECTION = '## Chat overhead';
 
@@ -102,8 +102,7 @@ async function main(): Promise<void> {
   } finally {
     sim.child.kill('SIGTERM');
   }
-  writeSection(render(rows, idle));
-  process.stderr.write(`wrote ${SECTION} to bench/RESULTS.md\n`);
+  writeSection(SECTION, render(rows, idle));
 }
 
 const ms = (v: number) => (Number.isFinite(v) ? v.toFixed(3) : 'n/a');
@@ -150,19 +149,6 @@ function render(rows: Row[], idle: Record<string, number>): string {
   }
   if (existsSync(NOTES)) lines.push(readFileSync(NOTES, 'utf8').trim(), '');
   return lines.join('\n');
-}
-
-/** Replaces this benchmark's section of RESULTS.md, leaving the others as they are. */
-function writeSection(section: string): void {
-  const current = existsSync(RESULTS) ? readFileSync(RESULTS, 'utf8') : '# Benchmark results\n';
-  const start = current.indexOf(`${SECTION}\n`);
-  let next: string;
-  if (start === -1) next = `${current.trimEnd()}\n\n${section}`;
-  else {
-    const after = current.indexOf('\n## ', start + SECTION.length);
-    next = current.slice(0, start) + section + (after === -1 ? '' : current.slice(after));
-  }
-  writeFileSync(RESULTS, `${next.trimEnd()}\n`);
 }
 
 main().catch((err: unknown) => {

@@ -16,10 +16,8 @@
  * BENCH_WARMUP_MS (default 500), BENCH_CONNECTIONS (default "1,16,64").
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
 import { compile, type RawResource } from '../api/snapshot/index.js';
 import { credit, hold } from '../proxy/billing/ledger.js';
 import { StaticConfigSource } from '../proxy/config/folder-source.js';
@@ -32,8 +30,8 @@ import { tasksFeature } from '../proxy/tasks/feature.js';
 import { insertTask } from '../proxy/tasks/store.js';
 import { startSimulator } from '../simulator/index.js';
 import { runLoad, type LoadResult } from './chat/load.js';
+import { writeSection } from './results.js';
 
-const RESULTS = fileURLToPath(new URL('./RESULTS.md', import.meta.url));
 const SECTION = '## Task submissions';
 const env = (name: string, dflt: number) => (process.env[name] ? Number(process.env[name]) : dflt);
 const durationMs = env('BENCH_DURATION_MS', 3000);
@@ -200,7 +198,7 @@ async function main(): Promise<void> {
     await store.query(`DROP SCHEMA "${schema}" CASCADE`).catch(() => {});
     await store.close();
   }
-  write(render(storeRows, httpRows));
+  writeSection(SECTION, render(storeRows, httpRows));
 }
 
 const NOTE = [
@@ -240,19 +238,6 @@ function render(storeRows: StoreRow[], httpRows: HttpRow[]): string {
     NOTE,
     '',
   ].join('\n');
-}
-
-function write(section: string): void {
-  const current = readFileSync(RESULTS, 'utf8');
-  const start = current.indexOf(`${SECTION}\n`);
-  let next: string;
-  if (start === -1) next = `${current.trimEnd()}\n\n${section}`;
-  else {
-    const after = current.indexOf('\n## ', start + SECTION.length);
-    next = current.slice(0, start) + section + (after === -1 ? '' : current.slice(after));
-  }
-  writeFileSync(RESULTS, `${next.trimEnd()}\n`);
-  process.stderr.write(`wrote ${SECTION} to bench/RESULTS.md\n`);
 }
 
 main().catch((err: unknown) => {

@@ -1,0 +1,23 @@
+import { describe, expect, it } from 'vitest';
+import { replaceSection } from './results.js';
+
+const DOC = '# Benchmark results\n\n## Chat overhead\n\nold chat\n\n## Billing\n\nold billing\n';
+
+describe('replaceSection', () => {
+  it('replaces a middle section and keeps the ones around it', () => {
+    expect(replaceSection(DOC, '## Chat overhead', '## Chat overhead\n\nnew chat\n')).toBe('# Benchmark results\n\n## Chat overhead\n\nnew chat\n\n## Billing\n\nold billing\n');
+  });
+
+  it('replaces the last section', () => {
+    expect(replaceSection(DOC, '## Billing', '## Billing\n\nnew billing\n')).toBe('# Benchmark results\n\n## Chat overhead\n\nold chat\n\n## Billing\n\nnew billing\n');
+  });
+
+  it('appends a section that is not there yet, and does not take a longer heading for it', () => {
+    const doc = '# Benchmark results\n\n### Billing\n\nnotes\n';
+    expect(replaceSection(doc, '## Billing', '## Billing\n\nfirst\n')).toBe(`${doc}\n## Billing\n\nfirst\n`);
+  });
+
+  it('replaces a section at the very start', () => {
+    expect(replaceSection('## Operator\n\nold\n\n## Billing\n\nb\n', '## Operator', '## Operator\n\nnew\n')).toBe('## Operator\n\nnew\n\n## Billing\n\nb\n');
+  });
+});

@@ -1,0 +1,24 @@
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+const RESULTS = fileURLToPath(new URL('./RESULTS.md', import.meta.url));
+
+/**
+ * `doc` with its `heading` section (from that line up to the next "## " heading) replaced by
+ * `section`, or with `section` appended when there is none. Each benchmark owns one section,
+ * so a run leaves the others' figures as they are.
+ */
+export function replaceSection(doc: string, heading: string, section: string): string {
+  // Searched in "\n" + doc so a heading on the first line is found too; the index is the heading's in doc.
+  const start = `\n${doc}`.indexOf(`\n${heading}\n`);
+  if (start === -1) return `${doc.trimEnd()}\n\n${section.trimEnd()}\n`;
+  const after = doc.indexOf('\n## ', start + heading.length);
+  return `${(doc.slice(0, start) + section + (after === -1 ? '' : doc.slice(after))).trimEnd()}\n`;
+}
+
+/** Rewrites one section of bench/RESULTS.md (see replaceSection). */
+export function writeSection(heading: string, section: string): void {
+  const current = existsSync(RESULTS) ? readFileSync(RESULTS, 'utf8') : '# Benchmark results\n';
+  writeFileSync(RESULTS, replaceSection(current, heading, section));
+  process.stderr.write(`wrote ${heading} to bench/RESULTS.md\n`);
+}
