@@ -1,10 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { GatewayError } from '../server/errors.js';
+import type { Registry } from 'prom-client';
 import type { Logger } from '../server/log.js';
 import type { Queryable, Store } from '../store/index.js';
 import { writeCaptures, type CaptureItem } from './commit.js';
 import { extendHold, hold, InsufficientCreditsError, release, SpendLimitError } from './ledger.js';
+import { billingMetrics, type BillingMetrics } from './metrics.js';
 import { chatCost, chatHold } from './pricing.js';
 import { billingSettings, type BillingSettings } from './settings.js';
 import { sweepExpiredHolds } from './sweeper.js';
@@ -72,11 +74,15 @@ export class BillingEngine implements Billing {
   /** Chat requests holding credits on this replica (admitted, not yet settled). */
   private inflight = 0;
 
+  private readonly metrics: BillingMetrics | undefined;
+
   constructor(
     private readonly store: Store,
     private readonly log: Logger,
     readonly settings: BillingSettings = billingSettings(),
+    registry?: Registry,
   ) {
+    this.metrics = registry ? billingMetrics(registry) : undefined;
     const every = (ms: number, fn: () => Promise<unknown>, what: string) => {
       const t = setInterval(() => void fn().catch((err: Error) => this.log.error(`billing ${what} failed`, { error: err.message })), ms);
       t.unref();
@@ -103,6 +109,7 @@ export class BillingEngine implements Billing {
       if (key && key.stored + key.unflushed + key.reserved + amount > limit!) throw new SpendLimitError(limit!);
     } catch (err) {
       acct.inflight--;
+      if (err instanceof GatewayError) this.metrics?.refusals.inc({ reason: err.code });
       throw err;
     }
     acct.reserved += amount;
@@ -183,7 +190,10 @@ export class BillingEngine implements Billing {
   /** Runs the sweeper once now (tests and the admin API use it; the timer runs it periodically). */
   async sweep(): Promise<number> {
     const n = await sweepExpiredHolds(this.store);
-    if (n > 0) this.log.info('released expired holds', { count: n });
+    if (n > 0) {
+      this.metrics?.swept.inc(n);
+      this.log.info('released expired holds', { count: n });
+    }
     return n;
   }
 
@@ -273,6 +283,7 @@ export class BillingEngine implements Billing {
         acct.leaseId = out.leaseId;
         acct.remaining = 0n;
       }
+      this.metrics?.topups.inc();
       acct.topups = out.topups;
       acct.remaining += out.take;
       acct.refused = undefined;
@@ -371,7 +382,10 @@ export class BillingEngine implements Billing {
   private async write(items: CaptureItem[]): Promise<void> {
     for (let attempt = 0; ; attempt++) {
       try {
+        const end = this.metrics?.commits.startTimer();
         const { lostLeases } = await writeCaptures(this.store, items);
+        end?.();
+        this.metrics?.captures.inc(items.length);
         if (lostLeases.size) this.log.warn('captures written after their lease was released', { leases: lostLeases.size });
         return;
       } catch (err) {
@@ -383,6 +397,6 @@ export class BillingEngine implements Billing {
 }
 
 /** What `tollgate serve` meters chat with. */
-export function meteredBilling(deps: { store: Store; log: Logger }, settings?: Partial<BillingSettings>): BillingEngine {
-  return new BillingEngine(deps.store, deps.log, billingSettings(process.env, settings));
+export function meteredBilling(deps: { store: Store; log: Logger; registry?: Registry }, settings?: Partial<BillingSettings>): BillingEngine {
+  return new BillingEngine(deps.store, deps.log, billingSettings(process.env, settings), deps.registry);
 }

@@ -74,6 +74,9 @@ for (const sc of storeCases()) {
         (sum, r) => sum + chatCost(prices, { inputTokens: r.json.usage.prompt_tokens, cachedInputTokens: 0, cacheWriteTokens: 0, outputTokens: r.json.usage.completion_tokens, reasoningTokens: 0 }),
         0n,
       );
+      const metrics = await (await fetch(`${s.gw.adminUrl}/metrics`)).text();
+      expect(metrics).toContain('tollgate_billing_refusals_total{reason="insufficient_credits"} 400');
+      expect(metrics).toMatch(/tollgate_billing_captures_total \d+/);
       await s.close(); // flushes and hands the lease back
       const b = await books(s.store, 'load');
       expect(b.usageRecords).toBe(100);
