@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { parseFlags, portFlag, UsageError } from '../args.js';
 import type { Command } from '../main.js';
+import { untilSignal } from '../signals.js';
 
 export const command: Command = {
   summary: 'run the Kubernetes operator (CRDs -> config snapshots over gRPC)',
@@ -86,14 +87,8 @@ The token proxies must present is TOLLGATE_DISCOVERY_TOKEN (unset: any client is
       log,
     });
     await operator.start();
-    await new Promise<void>((resolve) => {
-      const stop = (signal: string) => {
-        log.info('shutting down', { signal });
-        resolve();
-      };
-      process.once('SIGTERM', () => stop('SIGTERM'));
-      process.once('SIGINT', () => stop('SIGINT'));
-    });
+    const signal = await untilSignal();
+    log.info('shutting down', { signal });
     await operator.stop();
     return 0;
   },

@@ -6,6 +6,7 @@ import { startGateway } from '../../proxy/gateway.js';
 import { createLogger, type Logger } from '../../proxy/server/log.js';
 import { parseFlags, portFlag, UsageError } from '../args.js';
 import type { Command } from '../main.js';
+import { untilSignal } from '../signals.js';
 
 const QUICKSTART_DIR = fileURLToPath(new URL('../../examples/quickstart/', import.meta.url));
 export const QUICKSTART_ADMIN_TOKEN = 'quickstart-admin';
@@ -101,14 +102,8 @@ export const command: Command = {
     });
     await afterStart(gateway, { quickstart });
 
-    await new Promise<void>((resolve) => {
-      const stop = (signal: string) => {
-        log.info('shutting down', { signal });
-        resolve();
-      };
-      process.once('SIGTERM', () => stop('SIGTERM'));
-      process.once('SIGINT', () => stop('SIGINT'));
-    });
+    const signal = await untilSignal();
+    log.info('shutting down', { signal });
     await gateway.close();
     await simulator?.close();
     return 0;

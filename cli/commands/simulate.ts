@@ -1,6 +1,7 @@
 import { startSimulator } from '../../simulator/index.js';
 import { parseFlags, portFlag, UsageError } from '../args.js';
 import type { Command } from '../main.js';
+import { untilSignal } from '../signals.js';
 
 export const command: Command = {
   summary: 'run the offline upstream simulator',
@@ -46,10 +47,7 @@ Directives in the last user message (or image prompt) drive failures: [sim:429] 
       chunkDelayMs: ms('chunk-delay', values['chunk-delay']),
     });
     process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), level: 'info', msg: 'simulator listening', url: sim.url })}\n`);
-    await new Promise<void>((resolve) => {
-      process.once('SIGTERM', resolve);
-      process.once('SIGINT', resolve);
-    });
+    await untilSignal();
     await sim.close();
     return 0;
   },
