@@ -131,6 +131,10 @@ for (const sc of storeCases()) {
       const lines = await runCli(['credits', 'usage', '--key', 'alice', '--limit', '2', ...flags]);
       expect(lines.stdout.trim().split('\n')).toHaveLength(3);
       expect(lines.stdout).toContain('# more: --cursor ');
+      const help = await runCli(['credits', '--help']);
+      expect(help.code).toBe(0);
+      expect(help.stdout).toContain('tollgate credits grant ACCOUNT CREDITS');
+      expect((await runCli(['credits', 'refund', 'x'])).code).toBe(2);
       const bad = await runCli(['credits', 'grant', 'x', '1.5.5', ...flags]);
       expect(bad.code).toBe(2);
       const denied = await runCli(['credits', 'balance', 'cli-acct', '--admin-url', s.gw.adminUrl, '--admin-token', 'not-the-token-7f3c']);
