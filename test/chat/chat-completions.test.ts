@@ -1,23 +1,14 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { deadPort } from '../support/ports.js';
 import { apiKey, chatRoute, group } from '../support/resources.js';
-import { createServer } from 'node:net';
 import { startStack, waitFor, type Stack } from '../support/stack.js';
-import { RecordingBilling, rid } from './support.js';
+import { RecordingBilling, rid, withRequestId } from './support.js';
 
 const KEY = 'sk-service-chat-test';
 const billing = new RecordingBilling();
 let stack: Stack;
 let client: OpenAI;
-
-/** A loopback port with nothing listening on it. */
-async function deadPort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
-  const { port } = srv.address() as { port: number };
-  await new Promise<void>((r) => srv.close(() => r()));
-  return port;
-}
 
 beforeAll(async () => {
   const dead = await deadPort();
@@ -54,7 +45,7 @@ describe('POST /v1/chat/completions through the gateway (openai SDK)', () => {
   it('streaming: chunks arrive as sent, the last content frame carries usage, [DONE] ends it', async () => {
     const marker = `s-${Date.now()}`;
     const id = rid('c-stream');
-    const s = await client.chat.completions.create({ model: 'sim-gpt', stream: true, messages: [{ role: 'user', content: `hi ${marker}` }] }, { headers: { 'x-request-id': id } });
+    const s = await client.chat.completions.create({ model: 'sim-gpt', stream: true, messages: [{ role: 'user', content: `hi ${marker}` }] }, withRequestId(id));
     let text = '';
     let usage: OpenAI.CompletionUsage | undefined | null;
     for await (const chunk of s) {
@@ -139,7 +130,7 @@ describe('POST /v1/chat/completions through the gateway (openai SDK)', () => {
     expect(JSON.parse(args)).toEqual({ a: 1, b: 1 });
     messages.push({ role: 'assistant', content: null, tool_calls: [{ id: callId, type: 'function', function: { name, arguments: args } }] }, { role: 'tool', tool_call_id: callId, content: '2' });
     const id = rid('c-tool');
-    const r = await client.chat.completions.create({ model: 'sim-gpt', tools, messages }, { headers: { 'x-request-id': id } });
+    const r = await client.chat.completions.create({ model: 'sim-gpt', tools, messages }, withRequestId(id));
     expect(r.choices[0]!.finish_reason).toBe('stop');
     expect(r.choices[0]!.message.content).toMatch(/\.$/);
     const up = stack.sim.recorder.all().find((x) => x.headers['x-request-id'] === id)!;
@@ -148,7 +139,7 @@ describe('POST /v1/chat/completions through the gateway (openai SDK)', () => {
 
   it("the upstream's in-stream error frame ends the stream and the SDK raises it", async () => {
     const id = rid('c-fail');
-    const s = await client.chat.completions.create({ model: 'sim-gpt', stream: true, messages: [{ role: 'user', content: '[sim:fail] go' }] }, { headers: { 'x-request-id': id } });
+    const s = await client.chat.completions.create({ model: 'sim-gpt', stream: true, messages: [{ role: 'user', content: '[sim:fail] go' }] }, withRequestId(id));
     const read = async () => {
       for await (const _ of s) void _;
     };
@@ -158,7 +149,7 @@ describe('POST /v1/chat/completions through the gateway (openai SDK)', () => {
 
   it('an unreachable upstream is 502 and a slow one 504, in the OpenAI error shape, settled once', async () => {
     const id = rid('c-502');
-    await expect(client.chat.completions.create({ model: 'unreachable', messages: [{ role: 'user', content: 'x' }] }, { headers: { 'x-request-id': id } })).rejects.toMatchObject({
+    await expect(client.chat.completions.create({ model: 'unreachable', messages: [{ role: 'user', content: 'x' }] }, withRequestId(id))).rejects.toMatchObject({
       status: 502,
       code: 'upstream_unavailable',
       type: 'api_error',

@@ -1,11 +1,11 @@
-import { createServer } from 'node:net';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CompiledBackend } from '../../api/snapshot/index.js';
 import { coolDown, isCooling, orderBackends, resetCooldowns } from '../../proxy/upstreams/index.js';
+import { deadPort } from '../support/ports.js';
 import { apiKey, chatRoute, group } from '../support/resources.js';
 import { startStack, type Stack } from '../support/stack.js';
-import { RecordingBilling, rid } from './support.js';
+import { RecordingBilling, rid, withRequestId } from './support.js';
 
 const backend = (model: string, priority: number, weight = 1): CompiledBackend => ({ provider: 'openai', baseURL: `http://b/${model}`, model, priority, weight, timeoutMs: 1000 });
 
@@ -27,14 +27,6 @@ const billing = new RecordingBilling();
 let stack: Stack;
 let client: OpenAI;
 let deadURL: string;
-
-async function deadPort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
-  const { port } = srv.address() as { port: number };
-  await new Promise<void>((r) => srv.close(() => r()));
-  return port;
-}
 
 beforeAll(async () => {
   resetCooldowns();
@@ -69,7 +61,7 @@ describe('failover while nothing was sent', () => {
   it('an unreachable first backend is skipped for the next one, once, and then cools down', async () => {
     const id = rid('f-stream');
     let text = '';
-    for await (const c of await client.chat.completions.create({ model: 'multi', stream: true, messages: [{ role: 'user', content: 'hi' }] }, { headers: { 'x-request-id': id } })) {
+    for await (const c of await client.chat.completions.create({ model: 'multi', stream: true, messages: [{ role: 'user', content: 'hi' }] }, withRequestId(id))) {
       text += c.choices[0]?.delta.content ?? '';
     }
     expect(text.length).toBeGreaterThan(0);
@@ -77,7 +69,7 @@ describe('failover while nothing was sent', () => {
     // The primary cools down (10 s after a connect error), so the next requests try it last.
     expect(isCooling({ ...backend('primary', 0), baseURL: deadURL })).toBe(true);
     const id2 = rid('f-json');
-    await client.chat.completions.create({ model: 'multi', messages: [{ role: 'user', content: 'again' }] }, { headers: { 'x-request-id': id2 } });
+    await client.chat.completions.create({ model: 'multi', messages: [{ role: 'user', content: 'again' }] }, withRequestId(id2));
     expect(billing.settled(id2)).toMatchObject({ status: 'ok', upstreamModel: 'secondary' });
   });
 });

@@ -2,7 +2,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiKey, chatRoute, group } from '../support/resources.js';
 import { startStack, waitFor, type Stack } from '../support/stack.js';
-import { RecordingBilling, rid } from './support.js';
+import { RecordingBilling, rid, upstreamOf, withRequestId } from './support.js';
 
 const KEY = 'sk-service-messages-test';
 const billing = new RecordingBilling();
@@ -27,26 +27,17 @@ beforeAll(async () => {
 });
 afterAll(() => stack.close());
 
-/** The upstream request the simulator recorded for a request id. */
-function upstreamOf(id: string) {
-  const rec = stack.sim.recorder.all().filter((r) => r.headers['x-request-id'] === id);
-  expect(rec).toHaveLength(1);
-  return rec[0]!;
-}
-
-const opts = (id: string) => ({ headers: { 'x-request-id': id } });
-
 describe('POST /v1/messages through the gateway (@anthropic-ai/sdk)', () => {
   it('messages.create: the upstream answer, usage settled as the simulator reported it, model rewritten upstream', async () => {
     const id = rid('m-create');
     const { data: msg, response } = await client.messages
-      .create({ model: 'sim-claude', max_tokens: 100, messages: [{ role: 'user', content: 'Hello there' }] }, opts(id))
+      .create({ model: 'sim-claude', max_tokens: 100, messages: [{ role: 'user', content: 'Hello there' }] }, withRequestId(id))
       .withResponse();
     expect(response.headers.get('x-request-id')).toBe(id);
     expect(msg.type).toBe('message');
     expect(msg.content[0]!.type).toBe('text');
     expect(msg.stop_reason).toBe('end_turn');
-    const up = upstreamOf(id);
+    const up = upstreamOf(stack.sim, id);
     expect(JSON.parse(up.body.toString()).model).toBe('claude-sim');
     expect(up.headers['anthropic-version']).toMatch(/^\d{4}-\d{2}-\d{2}$/); // the SDK's own version, forwarded
     expect(up.headers.authorization).toBeUndefined();
@@ -61,7 +52,7 @@ describe('POST /v1/messages through the gateway (@anthropic-ai/sdk)', () => {
     const ask = (id: string) =>
       client.messages.stream(
         { model: 'sim-claude', max_tokens: 2000, system, thinking: { type: 'enabled', budget_tokens: 1024 }, messages: [{ role: 'user', content: `cache me ${id}` }] },
-        opts(id),
+        withRequestId(id),
       );
     const first = rid('m-stream1');
     const firstMsg = await ask(first).finalMessage();
@@ -104,11 +95,11 @@ describe('POST /v1/messages through the gateway (@anthropic-ai/sdk)', () => {
     expect(call.input).toEqual({ city: 'Weather in Paris?', days: 1 });
     messages.push({ role: 'assistant', content: first.content }, { role: 'user', content: [{ type: 'tool_result', tool_use_id: call.id, content: '18°C and sunny' }] });
     const id = rid('m-tool2');
-    const second = await client.messages.create({ model: 'sim-claude', max_tokens: 500, tools, messages }, opts(id));
+    const second = await client.messages.create({ model: 'sim-claude', max_tokens: 500, tools, messages }, withRequestId(id));
     expect(second.stop_reason).toBe('end_turn');
     expect(second.content[0]!.type).toBe('text');
     // The tool_result reached the upstream exactly as the client sent it.
-    const up = JSON.parse(upstreamOf(id).body.toString()) as { messages: unknown[] };
+    const up = JSON.parse(upstreamOf(stack.sim, id).body.toString()) as { messages: unknown[] };
     expect(up.messages[2]).toEqual({ role: 'user', content: [{ type: 'tool_result', tool_use_id: call.id, content: '18°C and sunny' }] });
   });
 
@@ -121,7 +112,7 @@ describe('POST /v1/messages through the gateway (@anthropic-ai/sdk)', () => {
       body,
     });
     expect(r.status).toBe(200);
-    const up = upstreamOf(id);
+    const up = upstreamOf(stack.sim, id);
     expect(up.body.toString()).toBe(body.replace('"sim-claude"', '"claude-sim"').replace('"max_tokens":64', '"max_tokens":64').replace('{"model"', '{"stream":true,"model"'));
     expect(up.query).toBe('beta=true');
     expect(up.headers['anthropic-beta']).toBe('context-management-2025-06-27');
@@ -134,7 +125,7 @@ describe('POST /v1/messages through the gateway (@anthropic-ai/sdk)', () => {
 
   it('max_tokens is required: 400 in Anthropic error shape, nothing held', async () => {
     const id = rid('m-nomax');
-    const err = await client.messages.create({ model: 'sim-claude', messages: [{ role: 'user', content: 'x' }] } as never, opts(id)).catch((e: unknown) => e);
+    const err = await client.messages.create({ model: 'sim-claude', messages: [{ role: 'user', content: 'x' }] } as never, withRequestId(id)).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(Anthropic.BadRequestError);
     expect((err as InstanceType<typeof Anthropic.BadRequestError>).error).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', message: expect.stringMatching(/max_tokens/) } });
     expect(billing.quotes.has(id)).toBe(false);
@@ -147,7 +138,7 @@ describe('POST /v1/messages through the gateway (@anthropic-ai/sdk)', () => {
 
   it("passes the upstream's 429 through with retry-after and its own body", async () => {
     const id = rid('m-429');
-    const err = await client.messages.create({ model: 'sim-claude', max_tokens: 10, messages: [{ role: 'user', content: '[sim:429]' }] }, opts(id)).catch((e: unknown) => e);
+    const err = await client.messages.create({ model: 'sim-claude', max_tokens: 10, messages: [{ role: 'user', content: '[sim:429]' }] }, withRequestId(id)).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(Anthropic.RateLimitError);
     const e = err as InstanceType<typeof Anthropic.RateLimitError>;
     expect(e.headers.get('retry-after')).toBe('7');
@@ -157,7 +148,7 @@ describe('POST /v1/messages through the gateway (@anthropic-ai/sdk)', () => {
 
   it("the upstream's in-stream error event reaches the client as the end of the stream", async () => {
     const id = rid('m-fail');
-    const stream = client.messages.stream({ model: 'sim-claude', max_tokens: 100, messages: [{ role: 'user', content: '[sim:fail] go' }] }, opts(id));
+    const stream = client.messages.stream({ model: 'sim-claude', max_tokens: 100, messages: [{ role: 'user', content: '[sim:fail] go' }] }, withRequestId(id));
     let text = '';
     stream.on('text', (t) => (text += t));
     await expect(stream.finalMessage()).rejects.toMatchObject({ error: { type: 'error', error: { type: 'overloaded_error' } } });
@@ -167,7 +158,7 @@ describe('POST /v1/messages through the gateway (@anthropic-ai/sdk)', () => {
 
   it('a stream cut by the upstream ends with an Anthropic error event, billed on what was seen', async () => {
     const id = rid('m-cut');
-    const stream = client.messages.stream({ model: 'sim-claude', max_tokens: 100, messages: [{ role: 'user', content: '[sim:cut] go' }] }, opts(id));
+    const stream = client.messages.stream({ model: 'sim-claude', max_tokens: 100, messages: [{ role: 'user', content: '[sim:cut] go' }] }, withRequestId(id));
     let text = '';
     stream.on('text', (t) => (text += t));
     await expect(stream.finalMessage()).rejects.toMatchObject({ error: { type: 'error', error: { type: 'api_error', message: expect.stringMatching(/upstream stream failed/) } } });
@@ -182,12 +173,12 @@ describe('POST /v1/messages through the gateway (@anthropic-ai/sdk)', () => {
     const id = rid('m-abort');
     stack.sim.context.chunkDelayMs = 2;
     try {
-      const stream = client.messages.stream({ model: 'sim-claude', max_tokens: 100_000, messages: [{ role: 'user', content: '[sim:tokens=5000] long' }] }, opts(id));
+      const stream = client.messages.stream({ model: 'sim-claude', max_tokens: 100_000, messages: [{ role: 'user', content: '[sim:tokens=5000] long' }] }, withRequestId(id));
       const ended = stream.finalMessage().catch((e: unknown) => e);
       await new Promise<void>((resolve) => stream.once('text', () => resolve()));
       stream.abort();
       expect(await ended).toBeInstanceOf(Anthropic.APIUserAbortError);
-      const rec = upstreamOf(id);
+      const rec = upstreamOf(stack.sim, id);
       await waitFor(() => rec.aborted, 5000, 'the simulator to see the abort');
       expect(rec.completed).toBe(false);
       const s = await billing.waitSettled(id);
@@ -203,7 +194,7 @@ describe('POST /v1/messages through the gateway (@anthropic-ai/sdk)', () => {
     const id = rid('m-order');
     billing.settleDelayMs = 150;
     try {
-      const msg = await client.messages.stream({ model: 'sim-claude', max_tokens: 100, messages: [{ role: 'user', content: 'order' }] }, opts(id)).finalMessage();
+      const msg = await client.messages.stream({ model: 'sim-claude', max_tokens: 100, messages: [{ role: 'user', content: 'order' }] }, withRequestId(id)).finalMessage();
       const doneAt = Date.now();
       expect(msg.stop_reason).toBe('end_turn');
       expect(doneAt).toBeGreaterThanOrEqual(billing.settlements.get(id)![0]!.at);

@@ -2,7 +2,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiKey, chatRoute, group } from '../support/resources.js';
 import { startStack, waitFor, type Stack } from '../support/stack.js';
-import { RecordingBilling, rid } from './support.js';
+import { RecordingBilling, rid, upstreamOf, withRequestId } from './support.js';
 
 const KEY = 'sk-service-responses-test';
 const billing = new RecordingBilling();
@@ -23,13 +23,6 @@ beforeAll(async () => {
 });
 afterAll(() => stack.close());
 
-function upstreamOf(id: string) {
-  const rec = stack.sim.recorder.all().filter((r) => r.headers['x-request-id'] === id);
-  expect(rec).toHaveLength(1);
-  return rec[0]!;
-}
-const opts = (id: string) => ({ headers: { 'x-request-id': id } });
-
 const tools: OpenAI.Responses.FunctionTool[] = [
   { type: 'function', name: 'lookup', description: 'Look a word up', strict: true, parameters: { type: 'object', properties: { word: { type: 'string' } }, required: ['word'], additionalProperties: false } },
 ];
@@ -37,11 +30,11 @@ const tools: OpenAI.Responses.FunctionTool[] = [
 describe('POST /v1/responses through the gateway (openai SDK)', () => {
   it('non-streaming: output_text and usage, settled as reported, model rewritten upstream', async () => {
     const id = rid('r-json');
-    const r = await client.responses.create({ model: 'sim-gpt', input: 'Hello there' }, opts(id));
+    const r = await client.responses.create({ model: 'sim-gpt', input: 'Hello there' }, withRequestId(id));
     expect(r.object).toBe('response');
     expect(r.status).toBe('completed');
     expect(r.output_text).toMatch(/\.$/);
-    const up = JSON.parse(upstreamOf(id).body.toString()) as Record<string, unknown>;
+    const up = JSON.parse(upstreamOf(stack.sim, id).body.toString()) as Record<string, unknown>;
     expect(up.model).toBe('gpt-sim');
     expect(up.stream).toBeUndefined();
     expect(billing.settled(id)).toMatchObject({
@@ -58,7 +51,7 @@ describe('POST /v1/responses through the gateway (openai SDK)', () => {
       { role: 'assistant', content: 'ok' },
       { role: 'user', content: 'second turn' },
     ];
-    const ask = (id: string) => client.responses.create({ model: 'sim-gpt', input, stream: true, reasoning: { effort: 'low', summary: 'auto' }, include: ['reasoning.encrypted_content'], store: false }, opts(id));
+    const ask = (id: string) => client.responses.create({ model: 'sim-gpt', input, stream: true, reasoning: { effort: 'low', summary: 'auto' }, include: ['reasoning.encrypted_content'], store: false }, withRequestId(id));
     for await (const _ of await ask(rid('r-warm'))) void _; // writes the prompt cache
     const id = rid('r-stream');
     const types: string[] = [];
@@ -109,13 +102,13 @@ describe('POST /v1/responses through the gateway (openai SDK)', () => {
     const body = `{"model":"sim-gpt","input":[{"role":"user","content":"hi"}],"stream":false,"prompt_cache_key":"k1","client_metadata":{"a":"\\u00e9"},"x_num":2.50}`;
     const r = await fetch(`${stack.gw.url}/v1/responses`, { method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'x-request-id': id }, body });
     expect(r.status).toBe(200);
-    expect(upstreamOf(id).body.toString()).toBe(body.replace('"sim-gpt"', '"gpt-sim"'));
+    expect(upstreamOf(stack.sim, id).body.toString()).toBe(body.replace('"sim-gpt"', '"gpt-sim"'));
   });
 
   it('an invalid body is a 400 naming the field, and nothing is held', async () => {
     const id = rid('r-bad');
-    await expect(client.responses.create({ model: 'sim-gpt', input: 5 } as never, opts(id))).rejects.toMatchObject({ status: 400, param: 'input', type: 'invalid_request_error' });
-    await expect(client.responses.create({ input: 'x' } as never, opts(id))).rejects.toMatchObject({ status: 400, param: 'model' });
+    await expect(client.responses.create({ model: 'sim-gpt', input: 5 } as never, withRequestId(id))).rejects.toMatchObject({ status: 400, param: 'input', type: 'invalid_request_error' });
+    await expect(client.responses.create({ input: 'x' } as never, withRequestId(id))).rejects.toMatchObject({ status: 400, param: 'model' });
     expect(billing.quotes.has(id)).toBe(false);
   });
 
@@ -128,7 +121,7 @@ describe('POST /v1/responses through the gateway (openai SDK)', () => {
   it("the upstream's response.failed reaches the client as the end of the stream", async () => {
     const id = rid('r-fail');
     const types: string[] = [];
-    for await (const ev of await client.responses.create({ model: 'sim-gpt', input: '[sim:fail] go', stream: true }, opts(id))) types.push(ev.type);
+    for await (const ev of await client.responses.create({ model: 'sim-gpt', input: '[sim:fail] go', stream: true }, withRequestId(id))) types.push(ev.type);
     expect(types).toContain('response.output_text.delta');
     expect(types.at(-1)).toBe('response.failed');
     expect(billing.settled(id)).toMatchObject({ status: 'upstream_error' });
@@ -136,7 +129,7 @@ describe('POST /v1/responses through the gateway (openai SDK)', () => {
 
   it('a stream cut by the upstream ends with an error event the SDK raises', async () => {
     const id = rid('r-cut');
-    const s = await client.responses.create({ model: 'sim-gpt', input: '[sim:cut] go', stream: true }, opts(id));
+    const s = await client.responses.create({ model: 'sim-gpt', input: '[sim:cut] go', stream: true }, withRequestId(id));
     let text = '';
     const read = async () => {
       for await (const ev of s) if (ev.type === 'response.output_text.delta') text += ev.delta;
@@ -151,10 +144,10 @@ describe('POST /v1/responses through the gateway (openai SDK)', () => {
     const ac = new AbortController();
     stack.sim.context.chunkDelayMs = 2;
     try {
-      const s = await client.responses.create({ model: 'sim-gpt', input: '[sim:tokens=5000] long', stream: true }, { ...opts(id), signal: ac.signal });
+      const s = await client.responses.create({ model: 'sim-gpt', input: '[sim:tokens=5000] long', stream: true }, { ...withRequestId(id), signal: ac.signal });
       for await (const ev of s) if (ev.type === 'response.output_text.delta') break;
       ac.abort();
-      const rec = upstreamOf(id);
+      const rec = upstreamOf(stack.sim, id);
       await waitFor(() => rec.aborted, 5000, 'the simulator to see the abort');
       expect(rec.completed).toBe(false);
       expect(await billing.waitSettled(id)).toMatchObject({ status: 'cancelled', usageSource: 'estimated' });

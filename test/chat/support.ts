@@ -1,4 +1,6 @@
+import { expect } from 'vitest';
 import type { Billing, ChatCharge, ChatQuote, ChatSettlement } from '../../proxy/billing/types.js';
+import type { Simulator } from '../../simulator/index.js';
 
 /**
  * A Billing that records what the chat path hands it: every hold's quote and every settle()
@@ -49,3 +51,13 @@ export class RecordingBilling {
 let n = 0;
 /** A unique request id (sent as x-request-id, which the gateway adopts) that doubles as a marker. */
 export const rid = (tag: string) => `${tag}-${process.pid}-${Date.now().toString(36)}-${++n}`;
+
+/** The one upstream request the simulator recorded for a gateway request id. */
+export function upstreamOf(sim: Simulator, requestId: string) {
+  const rec = sim.recorder.all().filter((r) => r.headers['x-request-id'] === requestId);
+  expect(rec).toHaveLength(1);
+  return rec[0]!;
+}
+
+/** SDK request options that set the request id, so a test can find its upstream request and settlement. */
+export const withRequestId = (id: string) => ({ headers: { 'x-request-id': id } });
