@@ -52,6 +52,9 @@ interface KeySpendState {
   unflushed: bigint;
   reserved: bigint;
   loaded: Promise<void>;
+  lastUsed: number;
+  /** Counts this replica's writes to `stored`: a re-read that raced one is dropped. */
+  writes: number;
 }
 
 interface Queued {
@@ -99,7 +102,10 @@ export class BillingEngine implements Billing {
     const amount = chatHold(quote.prices, quote.estimatedInputTokens, quote.maxOutputTokens);
     const limit = quote.spendLimitMicro;
     const key = limit !== undefined ? this.keyState(quote.keyHash) : undefined;
-    if (key) await key.loaded;
+    if (key) {
+      key.lastUsed = Date.now();
+      await key.loaded;
+    }
     const acct = this.account(quote.account);
     acct.inflight++; // keeps the lease from being handed back while this request waits
     try {
@@ -164,6 +170,7 @@ export class BillingEngine implements Billing {
       if (key) {
         key.unflushed -= cost;
         key.stored += cost;
+        key.writes++;
       }
     } catch (err) {
       // Not written (the store kept failing): nothing was charged, so the lease still has it.
@@ -209,7 +216,7 @@ export class BillingEngine implements Billing {
   private keyState(keyHash: string): KeySpendState {
     let k = this.keys.get(keyHash);
     if (!k) {
-      const state: KeySpendState = { stored: 0n, unflushed: 0n, reserved: 0n, loaded: Promise.resolve() };
+      const state: KeySpendState = { stored: 0n, unflushed: 0n, reserved: 0n, loaded: Promise.resolve(), lastUsed: Date.now(), writes: 0 };
       state.loaded = this.readKeySpend(this.store, keyHash).then(
         (v) => {
           state.stored = v;
@@ -328,9 +335,23 @@ export class BillingEngine implements Billing {
         });
       }
     }
-    if (this.writers.size === 0) {
-      for (const [hash, k] of this.keys) {
-        if (k.reserved === 0n && k.unflushed === 0n) k.stored = await this.readKeySpend(this.store, hash);
+    // Spend of limited keys: forget the ones unused for a while, re-read the others (other
+    // replicas and task holds move them too) in one query, while no commit of ours is pending.
+    for (const [hash, k] of this.keys) {
+      if (k.reserved === 0n && k.unflushed === 0n && now - k.lastUsed >= 6 * this.settings.idleMs) this.keys.delete(hash);
+    }
+    const idle = [...this.keys].filter(([, k]) => k.reserved === 0n && k.unflushed === 0n);
+    const seen = new Map(idle.map(([hash, k]) => [hash, k.writes]));
+    if (this.writers.size === 0 && this.queue.length === 0 && idle.length) {
+      const r = await this.store.query<{ key_hash: string; spent: unknown; open: unknown }>(
+        `SELECT k.key_hash, (SELECT spent FROM key_spend s WHERE s.key_hash = k.key_hash) AS spent,
+                (SELECT COALESCE(SUM(remaining), 0) FROM holds h WHERE h.key_hash = k.key_hash) AS open
+           FROM json_array_elements_text($1::json) AS k(key_hash)`,
+        [JSON.stringify(idle.map(([hash]) => hash))],
+      );
+      for (const row of r.rows) {
+        const k = this.keys.get(row.key_hash);
+        if (k && k.reserved === 0n && k.unflushed === 0n && k.writes === seen.get(row.key_hash)) k.stored = big(row.spent) + big(row.open);
       }
     }
   }

@@ -138,6 +138,37 @@ for (const sc of storeCases()) {
     }, 60_000);
   });
 
+  describe(`a spend limit across two replicas on ${sc.name}`, () => {
+    let a: BillingStack;
+    let b: BillingStack;
+    beforeAll(async () => {
+      a = await billingStack(sc, resources, { idleMs: 200 });
+      b = await billingStack({ shared: a.store }, resources, { idleMs: 200 });
+      await a.grant('rich', 1000n * C, 'rich-grant');
+    });
+    afterAll(async () => {
+      await b?.dispose();
+      await a?.dispose();
+    });
+
+    it("a replica learns what the key spent on another one and stops it at its limit", async () => {
+      const onB = new OpenAI({ baseURL: `${b.gw.url}/v1`, apiKey: LIMITED, maxRetries: 0 });
+      const onA = new OpenAI({ baseURL: `${a.gw.url}/v1`, apiKey: LIMITED, maxRetries: 0 });
+      // B has seen the key (its spend is cached there) before A spends.
+      await expect(onB.chat.completions.create({ model: 'm', max_tokens: 20, messages: [{ role: 'user', content: 'x'.repeat(400) }] })).rejects.toMatchObject({ status: 402 });
+      await onA.chat.completions.create({ model: 'm', max_tokens: 20, messages: [{ role: 'user', content: 'spend on a' }] });
+      // B re-reads the spend of the keys it knows every 100 ms here: after a few of those, B's
+      // first call with this key is refused, although B itself never charged it.
+      await new Promise((r) => setTimeout(r, 600));
+      await expect(onB.chat.completions.create({ model: 'm', max_tokens: 20, messages: [{ role: 'user', content: 'spend on b' }] })).rejects.toMatchObject({
+        status: 402,
+        code: 'spend_limit_reached',
+      });
+      expect(b.sim.recorder.find('spend on b')).toHaveLength(0);
+      expect((await books(a.store, 'rich')).usageRecords).toBe(1);
+    });
+  });
+
   describe(`402s on ${sc.name}`, () => {
     let s: BillingStack;
     beforeAll(async () => {
