@@ -1,11 +1,9 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { accountState, verifyLedger } from '../../proxy/billing/ledger.js';
-import type { Gateway } from '../../proxy/gateway.js';
 import type { Store } from '../../proxy/store/index.js';
-import { startSimulator, type Simulator } from '../../simulator/index.js';
-import { disposeStore, storeCases } from '../support/stores.js';
-import { C, client, grant, OTHER_KEY, startReceiver, startTasksGateway, waitUntil, type Received } from './support.js';
+import { storeCases } from '../support/stores.js';
+import { C, client, OTHER_KEY, startReceiver, startTasksGateway, useTasksStack, waitUntil, type Received } from './support.js';
 
 const SECRET = 'whsec-test-секрет'; // non-ASCII on purpose: the HMAC key is the UTF-8 bytes
 
@@ -30,27 +28,14 @@ async function ledgerKinds(store: Store, taskId: string): Promise<string[]> {
 
 for (const sc of storeCases()) {
   describe(`image tasks on ${sc.name}`, () => {
-    let store: Store;
-    let sim: Simulator;
-    let gw: Gateway;
+    const t = useTasksStack(sc, { credits: { acct: 100n * C, 'other-acct': 10n * C } });
     let c: ReturnType<typeof client>;
-
-    beforeAll(async () => {
-      store = await sc.open();
-      sim = await startSimulator();
-      gw = await startTasksGateway({ store, sim });
-      await grant(store, 'acct', 100n * C);
-      await grant(store, 'other-acct', 10n * C);
-      c = client(gw.url);
-    });
-    afterAll(async () => {
-      await gw?.close();
-      await sim?.close();
-      if (store) await disposeStore(store);
+    beforeAll(() => {
+      c = client(t.gw.url);
     });
 
     it('submit -> queued -> poll -> succeeded with fetchable PNGs of the size asked; charged n x the tier price', async () => {
-      const before = await accountState(store, 'acct');
+      const before = await accountState(t.store, 'acct');
       const sub = await c.submit('/v1/images/generations', { model: 'img-openai', prompt: 'a lighthouse', n: 2, size: '320x200' });
       expect(sub.status).toBe(200);
       expect(sub.json).toEqual({ id: expect.stringMatching(/^img_/), status: 'queued', created: expect.any(Number) });
@@ -64,8 +49,8 @@ for (const sc of storeCases()) {
         expect(pngSize(Buffer.from(await f.arrayBuffer()))).toEqual({ width: 320, height: 200 });
       }
       // 320x200 is 1K: 2 x 0.02 credits, and nothing left held.
-      expect(await accountState(store, 'acct')).toEqual({ balance: before.balance - 40_000n, held: before.held });
-      expect(await ledgerKinds(store, sub.json.id)).toEqual(['hold', 'capture']);
+      expect(await accountState(t.store, 'acct')).toEqual({ balance: before.balance - 40_000n, held: before.held });
+      expect(await ledgerKinds(t.store, sub.json.id)).toEqual(['hold', 'capture']);
 
       // A result URL is only good with its own signature.
       const tampered = done.data![0]!.url.replace(/expires=(\d+)/, (_, e: string) => `expires=${Number(e) + 1}`);
@@ -74,23 +59,23 @@ for (const sc of storeCases()) {
     });
 
     it('an asynchronous (Replicate-style) upstream is polled; a tier inferred from pixels sets the price', async () => {
-      const before = await accountState(store, 'acct');
+      const before = await accountState(t.store, 'acct');
       const sub = await c.submit('/v1/images/generations', { model: 'img-replicate', prompt: 'a harbour [sim:slow=150]', size: '2048x1152' });
       expect(sub.status).toBe(200);
       const done = await c.until(sub.json.id);
       expect(done.status).toBe('succeeded');
       const png = Buffer.from(await (await fetch(done.data![0]!.url)).arrayBuffer());
       expect(pngSize(png)).toEqual({ width: 2048, height: 1152 });
-      const created = JSON.parse(sim.recorder.find('a harbour')[0]!.body.toString()) as { input: Record<string, unknown> };
+      const created = JSON.parse(t.sim.recorder.find('a harbour')[0]!.body.toString()) as { input: Record<string, unknown> };
       expect(created.input).toMatchObject({ prompt: 'a harbour [sim:slow=150]', num_outputs: 1, width: 2048, height: 1152, resolution: '2K', aspect_ratio: '16:9' });
-      expect(sim.recorder.all().filter((r) => r.method === 'GET' && r.path.startsWith('/v1/predictions/')).length).toBeGreaterThan(0);
-      expect((await accountState(store, 'acct')).balance).toBe(before.balance - 40_000n); // 2K
+      expect(t.sim.recorder.all().filter((r) => r.method === 'GET' && r.path.startsWith('/v1/predictions/')).length).toBeGreaterThan(0);
+      expect((await accountState(t.store, 'acct')).balance).toBe(before.balance - 40_000n); // 2K
     });
 
     it("a ratio at a tier gets the tier's side on its longer edge", async () => {
       const done = await c.until((await c.submit('/v1/images/generations', { model: 'img-openai', prompt: 'tall', size: '9:16', resolution: '2K' })).json.id);
       expect(pngSize(Buffer.from(await (await fetch(done.data![0]!.url)).arrayBuffer()))).toEqual({ width: 1152, height: 2048 });
-      expect(JSON.parse(sim.recorder.find('"tall"')[0]!.body.toString())).toMatchObject({ size: '1152x2048', n: 1 });
+      expect(JSON.parse(t.sim.recorder.find('"tall"')[0]!.body.toString())).toMatchObject({ size: '1152x2048', n: 1 });
     });
 
     it('a signed webhook on success: the receiver verifies the signature over the raw bytes with its own HMAC', async () => {
@@ -108,7 +93,7 @@ for (const sc of storeCases()) {
         expect(body).toEqual({ id: sub.json.id, status: 'succeeded', data: [{ url: expect.any(String) }] });
         expect((await fetch(body.data[0]!.url)).status).toBe(200);
         // The secret left the task row with the terminal transition.
-        const r = await store.query<{ webhook_secret: string | null }>('SELECT webhook_secret FROM tasks WHERE id = $1', [sub.json.id]);
+        const r = await t.store.query<{ webhook_secret: string | null }>('SELECT webhook_secret FROM tasks WHERE id = $1', [sub.json.id]);
         expect(r.rows[0]!.webhook_secret).toBeNull();
       } finally {
         await rx.close();
@@ -118,7 +103,7 @@ for (const sc of storeCases()) {
     it('an upstream failure fails the task, refunds exactly once and delivers a signed failed webhook', async () => {
       const rx = await startReceiver();
       try {
-        const before = await accountState(store, 'acct');
+        const before = await accountState(t.store, 'acct');
         const sub = await c.submit('/v1/images/generations', { model: 'img-openai', prompt: 'forbidden [sim:fail]', n: 3, webhook_url: rx.url, webhook_secret: SECRET });
         const done = await c.until(sub.json.id);
         expect(done).toMatchObject({ status: 'failed', error: { code: 'content_policy_violation', message: expect.stringMatching(/safety system/) } });
@@ -127,8 +112,8 @@ for (const sc of storeCases()) {
         expect(JSON.parse(rx.received[0]!.body.toString())).toEqual({ id: sub.json.id, status: 'failed', error: done.error });
         // A later cancel cannot end it a second time.
         expect((await c.cancel(sub.json.id)).status).toBe(409);
-        expect(await ledgerKinds(store, sub.json.id)).toEqual(['hold', 'refund']);
-        expect(await accountState(store, 'acct')).toEqual(before);
+        expect(await ledgerKinds(t.store, sub.json.id)).toEqual(['hold', 'refund']);
+        expect(await accountState(t.store, 'acct')).toEqual(before);
         expect(rx.received).toHaveLength(1);
       } finally {
         await rx.close();
@@ -147,14 +132,14 @@ for (const sc of storeCases()) {
       expect(inpaint.status).toBe('succeeded');
       expect(pngSize(Buffer.from(await (await fetch(inpaint.data![0]!.url)).arrayBuffer()))).toEqual({ width: 96, height: 64 });
 
-      const up = sim.recorder.find('inpaint-marker')[0]!;
+      const up = t.sim.recorder.find('inpaint-marker')[0]!;
       expect(up.path).toBe('/v1/images/edits');
       expect(up.headers['content-type']).toMatch(/^multipart\/form-data; boundary=/);
       expect(Number(up.headers['content-length'])).toBe(up.body.length);
       expect(up.body.includes(imageBytes)).toBe(true);
       expect(up.body.includes(maskBytes)).toBe(true);
       expect(up.body.toString('latin1')).toMatch(/name="mask"; filename="1\.png"/);
-      expect(sim.recorder.find('edit-marker')[0]!.body.toString('latin1')).not.toMatch(/name="mask"/);
+      expect(t.sim.recorder.find('edit-marker')[0]!.body.toString('latin1')).not.toMatch(/name="mask"/);
     });
 
     it('an Idempotency-Key resubmission returns the original task and holds nothing more', async () => {
@@ -171,10 +156,10 @@ for (const sc of storeCases()) {
       expect(changed.status).toBe(400);
       expect(changed.json.error.param).toBe('Idempotency-Key');
       await c.until(a.json.id);
-      const holds = await store.query("SELECT 1 FROM ledger WHERE kind = 'hold' AND meta->>'task' IN (SELECT id FROM tasks WHERE idempotency_key = $1)", [key]);
+      const holds = await t.store.query("SELECT 1 FROM ledger WHERE kind = 'hold' AND meta->>'task' IN (SELECT id FROM tasks WHERE idempotency_key = $1)", [key]);
       expect(holds.rows).toHaveLength(1);
       // Another key's Idempotency-Key space is its own.
-      const other = client(gw.url, OTHER_KEY);
+      const other = client(t.gw.url, OTHER_KEY);
       const mine = await other.submit('/v1/images/generations', body, { 'idempotency-key': key });
       expect(mine.json.id).not.toBe(a.json.id);
       await other.until(mine.json.id);
@@ -183,22 +168,22 @@ for (const sc of storeCases()) {
     it('cancel stops an unfinished task upstream, refunds it and delivers a cancelled webhook', async () => {
       const rx = await startReceiver();
       try {
-        const before = await accountState(store, 'acct');
+        const before = await accountState(t.store, 'acct');
         const sub = await c.submit('/v1/images/generations', { model: 'img-replicate', prompt: 'long one [sim:slow=20000]', webhook_url: rx.url, webhook_secret: SECRET });
         // Wait until the prediction exists upstream, so the cancel has something to stop.
-        await waitUntil(() => sim.recorder.find('long one').length === 1, 10_000, 'the prediction');
-        await waitUntil(async () => (await store.query('SELECT 1 FROM tasks WHERE id = $1 AND upstream_id IS NOT NULL', [sub.json.id])).rows.length === 1);
+        await waitUntil(() => t.sim.recorder.find('long one').length === 1, 10_000, 'the prediction');
+        await waitUntil(async () => (await t.store.query('SELECT 1 FROM tasks WHERE id = $1 AND upstream_id IS NOT NULL', [sub.json.id])).rows.length === 1);
         const cancelled = await c.cancel(sub.json.id);
         expect(cancelled.status).toBe(200);
         expect(cancelled.json).toMatchObject({ id: sub.json.id, status: 'cancelled', error: { code: 'cancelled' } });
-        expect(sim.recorder.all().some((r) => r.method === 'POST' && /^\/v1\/predictions\/[^/]+\/cancel$/.test(r.path))).toBe(true);
+        expect(t.sim.recorder.all().some((r) => r.method === 'POST' && /^\/v1\/predictions\/[^/]+\/cancel$/.test(r.path))).toBe(true);
         expect((await c.cancel(sub.json.id)).json.status).toBe('cancelled'); // again: the same answer
         expect((await c.get(sub.json.id)).json.status).toBe('cancelled');
         await waitUntil(() => rx.received.length === 1, 10_000, 'the webhook');
         expect(verified(rx.received[0]!)).toBe(true);
         expect(JSON.parse(rx.received[0]!.body.toString())).toMatchObject({ id: sub.json.id, status: 'cancelled' });
-        expect(await ledgerKinds(store, sub.json.id)).toEqual(['hold', 'refund']);
-        expect(await accountState(store, 'acct')).toEqual(before);
+        expect(await ledgerKinds(t.store, sub.json.id)).toEqual(['hold', 'refund']);
+        expect(await accountState(t.store, 'acct')).toEqual(before);
       } finally {
         await rx.close();
       }
@@ -206,7 +191,7 @@ for (const sc of storeCases()) {
 
     it("another key's task reads as 404, for GET and cancel alike", async () => {
       const sub = await c.submit('/v1/images/generations', { model: 'img-openai', prompt: 'mine', size: '64x64' });
-      const other = client(gw.url, OTHER_KEY);
+      const other = client(t.gw.url, OTHER_KEY);
       for (const r of [await other.get(sub.json.id), await other.cancel(sub.json.id), await other.get('img_doesnotexist')]) {
         expect(r.status).toBe(404);
         expect(r.json.error.type).toBe('invalid_request_error');
@@ -216,22 +201,22 @@ for (const sc of storeCases()) {
 
     it('upstream 429s on submission are retried with backoff until the deadline, then the task fails and refunds', async () => {
       // A replica with a short task deadline, sharing the store: whichever worker claims the task honours it.
-      const short = await startTasksGateway({ store, sim, settings: { deadlineMs: { image: 1_000, video: 1_000 } } });
+      const short = await startTasksGateway({ store: t.store, sim: t.sim, settings: { deadlineMs: { image: 1_000, video: 1_000 } } });
       try {
-        const before = await accountState(store, 'acct');
+        const before = await accountState(t.store, 'acct');
         const sub = await client(short.url).submit('/v1/images/generations', { model: 'img-openai', prompt: 'busy [sim:429]' });
         const done = await c.until(sub.json.id);
         expect(done).toMatchObject({ status: 'failed', error: { code: 'timeout' } });
-        expect(sim.recorder.find('busy [sim:429]').length).toBeGreaterThan(1);
-        expect(await ledgerKinds(store, sub.json.id)).toEqual(['hold', 'refund']);
-        expect(await accountState(store, 'acct')).toEqual(before);
+        expect(t.sim.recorder.find('busy [sim:429]').length).toBeGreaterThan(1);
+        expect(await ledgerKinds(t.store, sub.json.id)).toEqual(['hold', 'refund']);
+        expect(await accountState(t.store, 'acct')).toEqual(before);
       } finally {
         await short.close();
       }
     });
 
     it('keeps the ledger consistent', async () => {
-      expect(await verifyLedger(store)).toEqual([]);
+      expect(await verifyLedger(t.store)).toEqual([]);
     });
   });
 }

@@ -1,5 +1,6 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll } from 'vitest';
 import { StaticConfigSource } from '../../proxy/config/folder-source.js';
 import { chatFeature } from '../../proxy/chat/feature.js';
 import { defaultBilling } from '../../proxy/features.js';
@@ -10,9 +11,10 @@ import type { Store } from '../../proxy/store/index.js';
 import { tasksFeature } from '../../proxy/tasks/feature.js';
 import type { TaskSettings } from '../../proxy/tasks/settings.js';
 import type { GatewayOptions } from '../../proxy/server/deps.js';
-import type { Simulator } from '../../simulator/index.js';
+import { startSimulator, type Simulator } from '../../simulator/index.js';
 import { API, apiKey, group } from '../support/resources.js';
 import { compileOrThrow } from '../support/stack.js';
+import { disposeStore, type StoreCase } from '../support/stores.js';
 
 export const C = 1_000_000n; // one credit in micro-credits
 
@@ -75,6 +77,34 @@ export async function startTasksGateway(o: {
     features: [chatFeature, tasksFeature({ ...FAST, ...o.settings })],
     options: { allowLoopbackURLs: true, workerIntervalMs: 25, ...o.options },
   });
+}
+
+export interface TasksStack {
+  store: Store;
+  sim: Simulator;
+  gw: Gateway;
+}
+
+/**
+ * For the calling describe: an empty store of the case, the simulator and a tasks gateway, started
+ * before its tests (then `credits` granted, micro-credits by account) and closed after them. The
+ * fields are set once beforeAll has run.
+ */
+export function useTasksStack(sc: StoreCase, o: Omit<Parameters<typeof startTasksGateway>[0], 'store' | 'sim'> & { credits?: Record<string, bigint> } = {}): TasksStack {
+  const { credits = {}, ...gateway } = o;
+  const t = {} as TasksStack;
+  beforeAll(async () => {
+    t.store = await sc.open();
+    t.sim = await startSimulator();
+    t.gw = await startTasksGateway({ store: t.store, sim: t.sim, ...gateway });
+    for (const [account, amount] of Object.entries(credits)) await grant(t.store, account, amount);
+  });
+  afterAll(async () => {
+    await t.gw?.close();
+    await t.sim?.close();
+    if (t.store) await disposeStore(t.store);
+  });
+  return t;
 }
 
 export async function grant(store: Store, account: string, amount: bigint, id = `grant-${Date.now()}-${Math.random()}`): Promise<void> {

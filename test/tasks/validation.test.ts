@@ -1,11 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { accountState } from '../../proxy/billing/ledger.js';
-import type { Gateway } from '../../proxy/gateway.js';
-import type { Store } from '../../proxy/store/index.js';
-import { startSimulator, type Simulator } from '../../simulator/index.js';
 import { apiKey, chatRoute, group } from '../support/resources.js';
-import { disposeStore, storeCases } from '../support/stores.js';
-import { C, client, grant, imageRoute, KEY, startTasksGateway } from './support.js';
+import { storeCases } from '../support/stores.js';
+import { C, client, imageRoute, KEY, useTasksStack } from './support.js';
 
 const POOR = 'sk-service-tasks-poor';
 const G = '/v1/images/generations';
@@ -63,39 +60,24 @@ const CASES: [string, string, Record<string, unknown>, number, string][] = [
 
 for (const sc of storeCases()) {
   describe(`image request validation on ${sc.name}`, () => {
-    let store: Store;
-    let sim: Simulator;
-    let gw: Gateway;
-
-    beforeAll(async () => {
-      store = await sc.open();
-      sim = await startSimulator();
-      gw = await startTasksGateway({
-        store,
-        sim,
-        resources: (s) => [
-          imageRoute('img', 'openai', `${s}/v1`, { model: 'gpt-image-1' }),
-          imageRoute('img-basic', 'openai', `${s}/v1`, { capabilities: {}, pricing: { perImage: { '1K': '0.01' } } }),
-          imageRoute('img-elsewhere', 'openai', `${s}/v1`),
-          chatRoute('chat', `${s}/v1`),
-          group('g', ['img', 'img-basic', 'chat']),
-          group('other', ['img-elsewhere']),
-          apiKey('k', KEY, 'g', { account: 'acct' }),
-          apiKey('poor', POOR, 'g', { account: 'poor' }),
-        ],
-        options: { allowLoopbackURLs: true, allowPrivateURLs: false },
-      });
-      await grant(store, 'acct', 10n * C);
-    });
-    afterAll(async () => {
-      await gw?.close();
-      await sim?.close();
-      if (store) await disposeStore(store);
+    const t = useTasksStack(sc, {
+      resources: (s) => [
+        imageRoute('img', 'openai', `${s}/v1`, { model: 'gpt-image-1' }),
+        imageRoute('img-basic', 'openai', `${s}/v1`, { capabilities: {}, pricing: { perImage: { '1K': '0.01' } } }),
+        imageRoute('img-elsewhere', 'openai', `${s}/v1`),
+        chatRoute('chat', `${s}/v1`),
+        group('g', ['img', 'img-basic', 'chat']),
+        group('other', ['img-elsewhere']),
+        apiKey('k', KEY, 'g', { account: 'acct' }),
+        apiKey('poor', POOR, 'g', { account: 'poor' }),
+      ],
+      options: { allowLoopbackURLs: true, allowPrivateURLs: false },
+      credits: { acct: 10n * C },
     });
 
     it('answers every invalid request in the OpenAI error shape, naming the field, and keeps nothing', async () => {
-      const c = client(gw.url);
-      const before = await accountState(store, 'acct');
+      const c = client(t.gw.url);
+      const before = await accountState(t.store, 'acct');
       for (const [what, path, body, status, param] of CASES) {
         const r = await c.submit(path, body);
         expect(r.status, what).toBe(status);
@@ -109,30 +91,30 @@ for (const sc of storeCases()) {
       ];
       expect(bad.map((r) => r.status)).toEqual([400, 400, 400]);
       expect(bad[2]!.json.error.param).toBe('Idempotency-Key');
-      expect((await client(gw.url, 'sk-service-nobody').submit(G, ok)).status).toBe(401);
+      expect((await client(t.gw.url, 'sk-service-nobody').submit(G, ok)).status).toBe(401);
 
-      const poor = await client(gw.url, POOR).submit(G, ok);
+      const poor = await client(t.gw.url, POOR).submit(G, ok);
       expect(poor.status).toBe(402);
       expect(poor.json.error.type).toBe('insufficient_quota');
 
-      expect((await store.query('SELECT id FROM tasks')).rows).toEqual([]);
-      expect((await store.query('SELECT id FROM webhook_deliveries')).rows).toEqual([]);
-      expect(await accountState(store, 'acct')).toEqual(before);
-      expect(await accountState(store, 'poor')).toEqual({ balance: 0n, held: 0n });
-      expect(sim.recorder.all()).toEqual([]);
+      expect((await t.store.query('SELECT id FROM tasks')).rows).toEqual([]);
+      expect((await t.store.query('SELECT id FROM webhook_deliveries')).rows).toEqual([]);
+      expect(await accountState(t.store, 'acct')).toEqual(before);
+      expect(await accountState(t.store, 'poor')).toEqual({ balance: 0n, held: 0n });
+      expect(t.sim.recorder.all()).toEqual([]);
     });
 
     it('accepts the documented aliases and lists what it could not pass on as ignored', async () => {
-      const c = client(gw.url);
-      const before = await accountState(store, 'acct');
+      const c = client(t.gw.url);
+      const before = await accountState(t.store, 'acct');
       const sub = await c.submit(G, { ...ok, image_size: '2k', negativePrompt: 'blur', quality: 'HIGH', size: '3:2', response_format: 'url' });
       expect(sub.status).toBe(200);
-      expect(await accountState(store, 'acct')).toEqual({ balance: before.balance, held: before.held + 60_000n }); // "2K:high"
+      expect(await accountState(t.store, 'acct')).toEqual({ balance: before.balance, held: before.held + 60_000n }); // "2K:high"
       const done = await c.until(sub.json.id);
       expect(done.status).toBe('succeeded');
       // OpenAI has no negative prompt; response_format is not a field of this API.
       expect(done.ignored).toEqual(['negative_prompt', 'response_format']);
-      const upstream = JSON.parse(sim.recorder.last('/v1/images/generations')!.body.toString()) as Record<string, unknown>;
+      const upstream = JSON.parse(t.sim.recorder.last('/v1/images/generations')!.body.toString()) as Record<string, unknown>;
       expect(upstream).toMatchObject({ prompt: 'a cat', quality: 'high', size: '1536x1024', n: 1 });
       expect(upstream.negative_prompt).toBeUndefined();
     });

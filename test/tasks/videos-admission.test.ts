@@ -1,10 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { accountState, verifyLedger } from '../../proxy/billing/ledger.js';
-import type { Gateway } from '../../proxy/gateway.js';
-import type { Store } from '../../proxy/store/index.js';
-import { startSimulator, type Simulator } from '../../simulator/index.js';
-import { disposeStore, storeCases } from '../support/stores.js';
-import { grant, startTasksGateway } from './support.js';
+import { storeCases } from '../support/stores.js';
+import { grant, useTasksStack } from './support.js';
 import { AUDIO, P720, videoClient, videoResources } from './videos-support.js';
 
 /** One 4 s video at 720p with audio. */
@@ -12,49 +9,36 @@ const PRICE = 4n * (P720 + AUDIO);
 
 for (const sc of storeCases()) {
   describe(`task admission in group commits on ${sc.name}`, () => {
-    let store: Store;
-    let sim: Simulator;
-    let gw: Gateway;
-
-    beforeAll(async () => {
-      store = await sc.open();
-      sim = await startSimulator();
-      gw = await startTasksGateway({ store, sim, resources: videoResources });
-    });
-    afterAll(async () => {
-      await gw?.close();
-      await sim?.close();
-      if (store) await disposeStore(store);
-    });
+    const t = useTasksStack(sc, { resources: videoResources });
 
     it('a burst from one account is accepted exactly up to its credits; the rest get 402 and leave nothing', async () => {
-      await grant(store, 'acct', 30n * PRICE);
-      const c = videoClient(gw.url);
+      await grant(t.store, 'acct', 30n * PRICE);
+      const c = videoClient(t.gw.url);
       const answers = await Promise.all(Array.from({ length: 50 }, (_, i) => c.submit({ model: 'vid-openai', prompt: `burst ${i} [sim:slow=60000]`, duration: 4 })));
       const accepted = answers.filter((a) => a.status === 200);
       const refused = answers.filter((a) => a.status === 402);
       expect(accepted).toHaveLength(30);
       expect(refused).toHaveLength(20);
       expect(new Set(accepted.map((a) => a.json.id)).size).toBe(30);
-      expect(await accountState(store, 'acct')).toEqual({ balance: 30n * PRICE, held: 30n * PRICE });
-      expect((await store.query("SELECT id FROM tasks WHERE account = 'acct'")).rows).toHaveLength(30);
-      expect(await verifyLedger(store)).toEqual([]);
+      expect(await accountState(t.store, 'acct')).toEqual({ balance: 30n * PRICE, held: 30n * PRICE });
+      expect((await t.store.query("SELECT id FROM tasks WHERE account = 'acct'")).rows).toHaveLength(30);
+      expect(await verifyLedger(t.store)).toEqual([]);
       // Cancelling them all hands every hold back.
       for (const a of accepted) expect((await c.cancel(a.json.id)).status).toBe(200);
-      expect(await accountState(store, 'acct')).toEqual({ balance: 30n * PRICE, held: 0n });
+      expect(await accountState(t.store, 'acct')).toEqual({ balance: 30n * PRICE, held: 0n });
     });
 
     it('a burst of retries under one Idempotency-Key makes one task, one hold and one upstream job', async () => {
-      await grant(store, 'other-acct', 10n * PRICE);
-      const c = videoClient(gw.url, 'sk-service-tasks-other');
+      await grant(t.store, 'other-acct', 10n * PRICE);
+      const c = videoClient(t.gw.url, 'sk-service-tasks-other');
       const body = { model: 'vid-openai', prompt: 'once [sim:slow=60000]', duration: 4 };
       const answers = await Promise.all(Array.from({ length: 12 }, () => c.submit(body, { 'idempotency-key': `burst-${sc.name}` })));
       expect(answers.map((a) => a.status)).toEqual(Array(12).fill(200));
       expect(new Set(answers.map((a) => a.json.id)).size).toBe(1);
-      expect(await accountState(store, 'other-acct')).toEqual({ balance: 10n * PRICE, held: PRICE });
+      expect(await accountState(t.store, 'other-acct')).toEqual({ balance: 10n * PRICE, held: PRICE });
       // ...and one upstream job: the retries waited for the first instead of starting their own.
-      expect(sim.recorder.find('once [sim:slow=60000]').filter((r) => r.path === '/v1/videos')).toHaveLength(1);
-      expect(await verifyLedger(store)).toEqual([]);
+      expect(t.sim.recorder.find('once [sim:slow=60000]').filter((r) => r.path === '/v1/videos')).toHaveLength(1);
+      expect(await verifyLedger(t.store)).toEqual([]);
     });
   });
 }

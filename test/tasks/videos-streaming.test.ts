@@ -1,12 +1,9 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { accountState } from '../../proxy/billing/ledger.js';
-import type { Gateway } from '../../proxy/gateway.js';
-import type { Store } from '../../proxy/store/index.js';
-import { startSimulator, type Simulator } from '../../simulator/index.js';
-import { disposeStore, storeCases } from '../support/stores.js';
-import { C, grant, startTasksGateway } from './support.js';
+import { storeCases } from '../support/stores.js';
+import { C, useTasksStack } from './support.js';
 import { AUDIO, P720, videoClient, videoResources } from './videos-support.js';
 
 const MB = 1024 * 1024;
@@ -25,25 +22,11 @@ const held = () => {
 
 for (const sc of storeCases()) {
   describe(`a 50 MB video on ${sc.name}`, () => {
-    let store: Store;
-    let sim: Simulator;
-    let gw: Gateway;
-
-    beforeAll(async () => {
-      store = await sc.open();
-      sim = await startSimulator();
-      gw = await startTasksGateway({ store, sim, resources: videoResources });
-      await grant(store, 'acct', 10n * C);
-    });
-    afterAll(async () => {
-      await gw?.close();
-      await sim?.close();
-      if (store) await disposeStore(store);
-    });
+    const t = useTasksStack(sc, { resources: videoResources, credits: { acct: 10n * C } });
 
     it('is streamed from the upstream into storage and out to the client with bounded memory, and billed on its movie header', async () => {
-      const c = videoClient(gw.url);
-      const before = await accountState(store, 'acct');
+      const c = videoClient(t.gw.url);
+      const before = await accountState(t.store, 'acct');
       const base = held();
       let peak = base;
       // A collection takes a while: sample again 50 ms after each sample ends, so the transfer keeps going.
@@ -78,7 +61,7 @@ for (const sc of storeCases()) {
       // memory, garbage under load) moves it by as much.
       expect(growth.data).toBeLessThan(24);
 
-      const stored = await store.query<{ results: unknown }>('SELECT results FROM tasks WHERE id = $1', [done.id]);
+      const stored = await t.store.query<{ results: unknown }>('SELECT results FROM tasks WHERE id = $1', [done.id]);
       const results = (typeof stored.rows[0]!.results === 'string' ? JSON.parse(stored.rows[0]!.results) : stored.rows[0]!.results) as { bytes: number }[];
       expect(results[0]!.bytes).toBeGreaterThan(50 * MB);
 
@@ -95,7 +78,7 @@ for (const sc of storeCases()) {
       const mvhd = tail.indexOf('mvhd');
       expect(tail.readUInt32BE(mvhd + 20) / tail.readUInt32BE(mvhd + 16)).toBe(6); // duration / timescale
       // 8 s held at 720p with audio, 6 s charged.
-      expect(await accountState(store, 'acct')).toEqual({ balance: before.balance - 6n * (P720 + AUDIO) - 5n * (P720 + AUDIO), held: before.held });
+      expect(await accountState(t.store, 'acct')).toEqual({ balance: before.balance - 6n * (P720 + AUDIO) - 5n * (P720 + AUDIO), held: before.held });
     }, 120_000);
   });
 }

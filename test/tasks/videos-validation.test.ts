@@ -1,10 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { accountState } from '../../proxy/billing/ledger.js';
-import type { Gateway } from '../../proxy/gateway.js';
-import type { Store } from '../../proxy/store/index.js';
-import { startSimulator, type Simulator } from '../../simulator/index.js';
-import { disposeStore, storeCases } from '../support/stores.js';
-import { C, grant, startTasksGateway } from './support.js';
+import { storeCases } from '../support/stores.js';
+import { C, useTasksStack } from './support.js';
 import { videoClient, videoResources } from './videos-support.js';
 
 const IMG = 'https://media.example.com/frame.png';
@@ -48,25 +45,11 @@ const CASES: [string, Record<string, unknown>, number, string][] = [
 
 for (const sc of storeCases()) {
   describe(`video request validation on ${sc.name}`, () => {
-    let store: Store;
-    let sim: Simulator;
-    let gw: Gateway;
-
-    beforeAll(async () => {
-      store = await sc.open();
-      sim = await startSimulator();
-      gw = await startTasksGateway({ store, sim, resources: videoResources, options: { allowLoopbackURLs: true, allowPrivateURLs: false } });
-      await grant(store, 'acct', 10n * C);
-    });
-    afterAll(async () => {
-      await gw?.close();
-      await sim?.close();
-      if (store) await disposeStore(store);
-    });
+    const t = useTasksStack(sc, { resources: videoResources, options: { allowLoopbackURLs: true, allowPrivateURLs: false }, credits: { acct: 10n * C } });
 
     it('answers every invalid request in the OpenAI error shape, naming the field, and keeps nothing', async () => {
-      const c = videoClient(gw.url);
-      const before = await accountState(store, 'acct');
+      const c = videoClient(t.gw.url);
+      const before = await accountState(t.store, 'acct');
       for (const [what, body, status, param] of CASES) {
         const r = await c.submit(body);
         expect(r.status, what).toBe(status);
@@ -74,21 +57,21 @@ for (const sc of storeCases()) {
         expect(r.json.error.message, what).toContain(param.replace(/\[\d+\]$/, ''));
       }
       expect((await c.submit('{"model": "vid-openai",')).status).toBe(400);
-      expect((await store.query('SELECT id FROM tasks')).rows).toEqual([]);
-      expect((await store.query('SELECT id FROM webhook_deliveries')).rows).toEqual([]);
-      expect(await accountState(store, 'acct')).toEqual(before);
-      expect(sim.recorder.all()).toEqual([]);
+      expect((await t.store.query('SELECT id FROM tasks')).rows).toEqual([]);
+      expect((await t.store.query('SELECT id FROM webhook_deliveries')).rows).toEqual([]);
+      expect(await accountState(t.store, 'acct')).toEqual(before);
+      expect(t.sim.recorder.all()).toEqual([]);
     });
 
     it('fills the defaults within what the model offers and accepts both names of each field', async () => {
-      const c = videoClient(gw.url);
+      const c = videoClient(t.gw.url);
       const same = await c.submit({ ...ok, prompt: 'same-marker', image_url: IMG, first_frame_url: IMG, reference_video_url: CLIP, video_url: CLIP, aspect_ratio: '32:18' });
       expect(same.status).toBe(200);
       const done = await c.until(same.json.id);
       expect(done).toMatchObject({ status: 'succeeded', mode: 'video-to-video', ignored: ['reference_video_url'] });
-      const upstream = JSON.parse(sim.recorder.find('same-marker')[0]!.body.toString()) as Record<string, unknown>;
+      const upstream = JSON.parse(t.sim.recorder.find('same-marker')[0]!.body.toString()) as Record<string, unknown>;
       expect(upstream).toEqual({ model: 'video-sim', prompt: 'same-marker', seconds: '5', size: '1280x720', input_reference: { image_url: IMG } });
-      const task = await store.query<{ request: unknown }>('SELECT request FROM tasks WHERE id = $1', [same.json.id]);
+      const task = await t.store.query<{ request: unknown }>('SELECT request FROM tasks WHERE id = $1', [same.json.id]);
       const job = typeof task.rows[0]!.request === 'string' ? JSON.parse(task.rows[0]!.request) : task.rows[0]!.request;
       expect(job).toMatchObject({ kind: 'video', mode: 'video-to-video', duration: 5, resolution: '720p', aspectRatio: '16:9', generateAudio: true });
     });
