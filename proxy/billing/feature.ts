@@ -6,7 +6,7 @@ import { badRequest, GatewayError } from '../server/errors.js';
 import { sendJson } from '../server/render.js';
 import type { RequestContext, Route } from '../server/types.js';
 import type { Queryable } from '../store/index.js';
-import { accountState, credit, keySpent } from './ledger.js';
+import { accountState, credit, keySpent, verifyLedger } from './ledger.js';
 import { listUsage, parseUsageQuery } from './usage.js';
 
 /**
@@ -76,6 +76,12 @@ export function billingFeature(deps: GatewayDeps): Feature & { adminRoutes: Rout
     sendJson(ctx.res, 200, await listUsage(store, parseUsageQuery(ctx.query)));
   };
 
+  /** Recomputes every balance, held amount and open hold from the ledger rows (a full scan: for audits, not for probes). */
+  const verify = async (ctx: RequestContext) => {
+    const violations = await verifyLedger(store);
+    sendJson(ctx.res, 200, { consistent: violations.length === 0, violations });
+  };
+
   const ownCredits = async (ctx: RequestContext) => {
     const key = ctx.key!;
     const spent = await keySpent(store, key.hash);
@@ -100,6 +106,7 @@ export function billingFeature(deps: GatewayDeps): Feature & { adminRoutes: Rout
       { method: 'POST', path: '/admin/v1/accounts/:account/grants', name: '/admin/v1/accounts/:account/grants', shape: 'openai', auth: 'admin', handler: grant },
       { method: 'GET', path: '/admin/v1/accounts/:account', name: '/admin/v1/accounts/:account', shape: 'openai', auth: 'admin', handler: getAccount },
       { method: 'GET', path: '/admin/v1/usage', shape: 'openai', auth: 'admin', handler: usage },
+      { method: 'GET', path: '/admin/v1/ledger/verify', shape: 'openai', auth: 'admin', handler: verify },
     ],
   };
 }

@@ -63,6 +63,13 @@ for (const sc of storeCases()) {
       expect(wrong.status).toBe(401);
       expect((await admin(s, '/admin/v1/accounts/nobody')).status).toBe(404);
       expect((await admin(s, '/admin/v1/accounts/team')).json).toMatchObject({ balance: '10.500000' });
+      expect((await admin(s, '/admin/v1/ledger/verify')).json).toEqual({ consistent: true, violations: [] });
+      // A balance changed behind the ledger's back is reported.
+      await s.store.query("UPDATE accounts SET balance = balance + 1 WHERE account = 'team'");
+      const broken = await admin(s, '/admin/v1/ledger/verify');
+      expect(broken.json.consistent).toBe(false);
+      expect(broken.json.violations).toEqual(['account team: balance 10500001 != rows 10500000']);
+      await s.store.query("UPDATE accounts SET balance = balance - 1 WHERE account = 'team'");
     });
 
     it('lists usage newest first with filters and a cursor; each key holder sees only its own usage', async () => {
