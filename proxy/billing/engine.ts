@@ -194,7 +194,7 @@ export class BillingEngine implements Billing {
     })());
   }
 
-  /** Runs the sweeper once now (tests and the admin API use it; the timer runs it periodically). */
+  /** Runs the sweeper once now (at start and from the timer; tests call it directly). */
   async sweep(): Promise<number> {
     const n = await sweepExpiredHolds(this.store);
     if (n > 0) {
