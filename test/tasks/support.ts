@@ -29,20 +29,25 @@ export const FAST: Partial<TaskSettings> = {
   stopGraceMs: 0,
 };
 
-export function imageRoute(name: string, provider: 'openai' | 'replicate', baseURL: string, spec: Record<string, unknown> = {}) {
+/**
+ * A task ModelRoute with one backend: `defaults` (pricing, capabilities) unless `spec` overrides
+ * them; `spec.model` is the backend's upstream model.
+ */
+export function taskRoute(type: 'image' | 'video', name: string, provider: 'openai' | 'replicate', baseURL: string, defaults: Record<string, unknown>, spec: Record<string, unknown> = {}) {
   const { model, ...rest } = spec as { model?: string };
   return {
     apiVersion: API,
     kind: 'ModelRoute',
     metadata: { name },
-    spec: {
-      type: 'image',
-      backends: [{ provider, baseURL, ...(model ? { model } : {}) }],
-      pricing: { perImage: { '1K': '0.02', '2K': '0.04', '2K:high': '0.06', '4K': '0.08' } },
-      capabilities: { inpaint: true, qualities: ['low', 'medium', 'high'] },
-      ...rest,
-    },
+    spec: { type, backends: [{ provider, baseURL, ...(model ? { model } : {}) }], ...defaults, ...rest },
   };
+}
+
+export function imageRoute(name: string, provider: 'openai' | 'replicate', baseURL: string, spec: Record<string, unknown> = {}) {
+  return taskRoute('image', name, provider, baseURL, {
+    pricing: { perImage: { '1K': '0.02', '2K': '0.04', '2K:high': '0.06', '4K': '0.08' } },
+    capabilities: { inpaint: true, qualities: ['low', 'medium', 'high'] },
+  }, spec);
 }
 
 /** The quickstart-like manifests of these tests: two image models on the simulator, two keys of one account. */

@@ -1,6 +1,6 @@
 import { expect } from 'vitest';
-import { API, apiKey, group } from '../support/resources.js';
-import { client, imageRoute, KEY, OTHER_KEY, type TaskBody } from './support.js';
+import { apiKey, group } from '../support/resources.js';
+import { client, imageRoute, KEY, OTHER_KEY, taskRoute, type TaskBody } from './support.js';
 
 /** Manifests and a client for the video tests. */
 
@@ -15,19 +15,10 @@ export const P1080 = 200_000n;
 export const AUDIO = 20_000n;
 
 export function videoRoute(name: string, provider: 'openai' | 'replicate', baseURL: string, spec: Record<string, unknown> = {}) {
-  const { model, ...rest } = spec as { model?: string };
-  return {
-    apiVersion: API,
-    kind: 'ModelRoute',
-    metadata: { name },
-    spec: {
-      type: 'video',
-      backends: [{ provider, baseURL, ...(model ? { model } : {}) }],
-      pricing: { perSecond: { '480p': '0.05', '720p': '0.10', '1080p': '0.20' }, audioPerSecond: '0.02' },
-      capabilities: { firstFrame: true, lastFrame: true, referenceImages: true, referenceVideo: true, audio: true, resolutions: ['480p', '720p', '1080p'], minDuration: 4, maxDuration: 20 },
-      ...rest,
-    },
-  };
+  return taskRoute('video', name, provider, baseURL, {
+    pricing: { perSecond: { '480p': '0.05', '720p': '0.10', '1080p': '0.20' }, audioPerSecond: '0.02' },
+    capabilities: { firstFrame: true, lastFrame: true, referenceImages: true, referenceVideo: true, audio: true, resolutions: ['480p', '720p', '1080p'], minDuration: 4, maxDuration: 20 },
+  }, spec);
 }
 
 export function videoResources(s: string): object[] {
