@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { replaceSection } from './results.js';
+import { measuredBy, replaceSection } from './results.js';
 
 const DOC = '# Benchmark results\n\n## Chat overhead\n\nold chat\n\n## Billing\n\nold billing\n';
 
@@ -19,5 +19,11 @@ describe('replaceSection', () => {
 
   it('replaces a section at the very start', () => {
     expect(replaceSection('## Operator\n\nold\n\n## Billing\n\nb\n', '## Operator', '## Operator\n\nnew\n')).toBe('## Operator\n\nnew\n\n## Billing\n\nb\n');
+  });
+});
+
+describe('measuredBy', () => {
+  it('names the time, the command and the machine', () => {
+    expect(measuredBy('npx tsx bench/x.ts')).toMatch(/^Measured \d{4}-\d\d-\d\d \d\d:\d\d UTC by `npx tsx bench\/x\.ts` on \d+ × .+, \d+\.\d GiB, Node v\d+\.\d+\.\d+$/);
   });
 });

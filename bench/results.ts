@@ -1,4 +1,5 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
 
 const RESULTS = fileURLToPath(new URL('./RESULTS.md', import.meta.url));
@@ -22,3 +23,12 @@ export function writeSection(heading: string, section: string): void {
   writeFileSync(RESULTS, replaceSection(current, heading, section));
   process.stderr.write(`wrote ${heading} to bench/RESULTS.md\n`);
 }
+
+/** "Measured <when> UTC by `<command>` on <cores> × <CPU>, <memory> GiB, Node <version>": the opening of a results section. */
+export function measuredBy(command: string): string {
+  const cpu = cpus();
+  return `Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC by \`${command}\` on ${cpu.length} × ${cpu[0]?.model.trim() ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, Node ${process.version}`;
+}
+
+/** A numeric benchmark setting from the environment (BENCH_*), or its default. */
+export const envNumber = (name: string, dflt: number): number => (process.env[name] ? Number(process.env[name]) : dflt);

@@ -10,20 +10,19 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, existsSync } from 'node:fs';
-import { cpus, loadavg, totalmem } from 'node:os';
+import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { BENCH_KEY, chatBody } from './chat/config.js';
 import { runLoad, type LoadResult } from './chat/load.js';
-import { writeSection } from './results.js';
+import { envNumber, measuredBy, writeSection } from './results.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const NOTES = fileURLToPath(new URL('./chat/NOTES.md', import.meta.url));
 const SECTION = '## Chat overhead';
 
 const quick = process.argv.includes('--quick');
-const env = (name: string, dflt: number) => (process.env[name] ? Number(process.env[name]) : dflt);
-const durationMs = env('BENCH_DURATION_MS', quick ? 2000 : 8000);
-const warmupMs = env('BENCH_WARMUP_MS', quick ? 500 : 1000);
+const durationMs = envNumber('BENCH_DURATION_MS', quick ? 2000 : 8000);
+const warmupMs = envNumber('BENCH_WARMUP_MS', quick ? 500 : 1000);
 const connectionsList = (process.env.BENCH_CONNECTIONS ?? '1,50').split(',').map(Number);
 
 function startChild(args: string[], env: Record<string, string> = {}): Promise<{ child: ChildProcess; url: string }> {
@@ -109,11 +108,10 @@ const ms = (v: number) => (Number.isFinite(v) ? v.toFixed(3) : 'n/a');
 const signed = (v: number) => `${v >= 0 ? '+' : ''}${ms(v)}`;
 
 function render(rows: Row[], idle: Record<string, number>): string {
-  const cpu = cpus();
   const lines = [
     SECTION,
     '',
-    `Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC by \`npm run bench${quick ? ' -- --quick' : ''}\` on ${cpu.length} × ${cpu[0]?.model.trim() ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, Node ${process.version}, ${process.platform}.`,
+    `${measuredBy(`npm run bench${quick ? ' -- --quick' : ''}`)}, ${process.platform}.`,
     `The load generator (undici Pool, keep-alive, closed loop), the simulator and the gateway run as separate processes on this machine; ${durationMs / 1000} s per scenario after ${warmupMs / 1000} s of warm-up. Load average: ${loadAtStart.toFixed(1)} at the start, ${loadavg()[0]!.toFixed(1)} at the end (other work on the machine shows here).`,
     'Request: POST /v1/chat/completions, a 2 KB body, a 12-word answer (SSE: 15 events). The gateway runs every feature of `tollgate serve`: key lookup, validation, billing, passthrough with the usage tap.',
     '',

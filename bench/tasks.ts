@@ -16,7 +16,6 @@
  * BENCH_WARMUP_MS (default 500), BENCH_CONNECTIONS (default "1,16,64").
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { cpus, totalmem } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { compile, type RawResource } from '../api/snapshot/index.js';
 import { credit, hold } from '../proxy/billing/ledger.js';
@@ -30,12 +29,11 @@ import { tasksFeature } from '../proxy/tasks/feature.js';
 import { insertTask } from '../proxy/tasks/store.js';
 import { startSimulator } from '../simulator/index.js';
 import { runLoad, type LoadResult } from './chat/load.js';
-import { writeSection } from './results.js';
+import { envNumber, measuredBy, writeSection } from './results.js';
 
 const SECTION = '## Task submissions';
-const env = (name: string, dflt: number) => (process.env[name] ? Number(process.env[name]) : dflt);
-const durationMs = env('BENCH_DURATION_MS', 3000);
-const warmupMs = env('BENCH_WARMUP_MS', 500);
+const durationMs = envNumber('BENCH_DURATION_MS', 3000);
+const warmupMs = envNumber('BENCH_WARMUP_MS', 500);
 const connectionsList = (process.env.BENCH_CONNECTIONS ?? '1,16,64').split(',').map(Number);
 const databaseUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const KEY = 'sk-service-bench-tasks';
@@ -213,13 +211,12 @@ const NOTE = [
 const ms = (v: number) => (Number.isFinite(v) ? v.toFixed(2) : 'n/a');
 
 function render(storeRows: StoreRow[], httpRows: HttpRow[]): string {
-  const cpu = cpus();
   const best = Math.max(...storeRows.map((r) => r.rps));
   const bestHttp = Math.max(...httpRows.map((h) => h.r.rps));
   return [
     SECTION,
     '',
-    `Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC by \`npx tsx bench/tasks.ts\` on ${cpu.length} × ${cpu[0]?.model.trim() ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, Node ${process.version}, PostgreSQL on loopback (a fresh schema); ${durationMs / 1000} s per scenario after ${warmupMs / 1000} s of warm-up. Other work shared the machine's two cores.`,
+    `${measuredBy('npx tsx bench/tasks.ts')}, PostgreSQL on loopback (a fresh schema); ${durationMs / 1000} s per scenario after ${warmupMs / 1000} s of warm-up. Other work shared the machine's two cores.`,
     '',
     'What an accepted submission writes: the task row and the credit hold (the `accounts` row update, the `holds` row and the ledger row), called straight on the store by concurrent callers, in a transaction each or in the group commits the gateway uses (`proxy/tasks/admission.ts`: what queues while one commit is written goes in the next):',
     '',
