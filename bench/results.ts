@@ -29,6 +29,3 @@ export function measuredBy(command: string): string {
   const cpu = cpus();
   return `Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC by \`${command}\` on ${cpu.length} × ${cpu[0]?.model.trim() ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, Node ${process.version}`;
 }
-
-/** A numeric benchmark setting from the environment (BENCH_*), or its default. */
-export const envNumber = (name: string, dflt: number): number => (process.env[name] ? Number(process.env[name]) : dflt);

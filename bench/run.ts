@@ -14,7 +14,8 @@ import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { BENCH_KEY, chatBody } from './chat/config.js';
 import { runLoad, type LoadResult } from './chat/load.js';
-import { envNumber, measuredBy, writeSection } from './results.js';
+import { envNumber } from './env.js';
+import { measuredBy, writeSection } from './results.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const NOTES = fileURLToPath(new URL('./chat/NOTES.md', import.meta.url));

@@ -29,7 +29,8 @@ import { tasksFeature } from '../proxy/tasks/feature.js';
 import { insertTask } from '../proxy/tasks/store.js';
 import { startSimulator } from '../simulator/index.js';
 import { runLoad, type LoadResult } from './chat/load.js';
-import { envNumber, measuredBy, writeSection } from './results.js';
+import { envNumber } from './env.js';
+import { measuredBy, writeSection } from './results.js';
 
 const SECTION = '## Task submissions';
 const durationMs = envNumber('BENCH_DURATION_MS', 3000);
