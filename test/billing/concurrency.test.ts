@@ -41,12 +41,19 @@ for (const sc of storeCases()) {
     });
     afterAll(() => s?.dispose());
 
-    it('500 concurrent requests on an account funded for 100: 100 served, 400 refused with 402 before going upstream, the books exact', async () => {
+    it('500 concurrent requests on an account funded for 100: at most 100 upstream at once, the rest refused with 402 before going upstream, the books exact', async () => {
       // Every body has the same length, so every request holds the same amount.
       const hold = chatHold(prices, estimateTokens(Buffer.byteLength(body(0))), MAX_TOKENS);
       await s.grant('load', 100n * hold, 'load-grant');
-      // Slow upstream: all 500 are in flight together, none frees credits early.
+      // Slow upstream: normally all 500 arrive while the first admitted ones are still upstream.
       s.sim.context.latencyMs = 5_000;
+      // What must hold whatever the timing: never more requests upstream at once than the
+      // account covers (a request leaves the simulator before its gateway settles it).
+      let maxUpstream = 0;
+      const watch = setInterval(() => {
+        const open = s.sim.recorder.find('load ').filter((r) => !r.completed && !r.aborted).length;
+        maxUpstream = Math.max(maxUpstream, open);
+      }, 2);
       const results = await Promise.all(
         Array.from({ length: 500 }, async (_, i) => {
           const r = await request(`${s.gw.url}/v1/chat/completions`, {
@@ -57,17 +64,23 @@ for (const sc of storeCases()) {
           return { i, status: r.statusCode, json: (await r.body.json()) as Record<string, any> };
         }),
       );
+      clearInterval(watch);
       s.sim.context.latencyMs = 0;
       const ok = results.filter((r) => r.status === 200);
       const refused = results.filter((r) => r.status === 402);
       expect(ok.length + refused.length).toBe(500);
-      expect(ok).toHaveLength(100);
+      expect(maxUpstream).toBeGreaterThan(50);
+      expect(maxUpstream).toBeLessThanOrEqual(100);
+      // Exactly 100 when all 500 arrive within the upstream's 5 s; more only if some arrived after
+      // the first ones had finished and given their unused holds back.
+      expect(ok.length).toBeGreaterThanOrEqual(100);
+      expect(refused.length).toBeGreaterThan(0);
       for (const r of refused) {
         expect(r.json.error).toMatchObject({ code: 'insufficient_credits', type: 'insufficient_quota' });
         expect(s.sim.recorder.find(`load ${String(r.i).padStart(5, '0')}`)).toHaveLength(0);
       }
       // No request was served without a hold: the upstream saw exactly the admitted ones.
-      expect(s.sim.recorder.find('load ').length).toBe(100);
+      expect(s.sim.recorder.find('load ').length).toBe(ok.length);
 
       // What the clients were told they used is what they were charged.
       const expected = ok.reduce(
@@ -75,16 +88,17 @@ for (const sc of storeCases()) {
         0n,
       );
       const metrics = await (await fetch(`${s.gw.adminUrl}/metrics`)).text();
-      expect(metrics).toContain('tollgate_billing_refusals_total{reason="insufficient_credits"} 400');
+      expect(metrics).toContain(`tollgate_billing_refusals_total{reason="insufficient_credits"} ${refused.length}`);
       expect(metrics).toMatch(/tollgate_billing_captures_total \d+/);
       await s.close(); // flushes and hands the lease back
       const b = await books(s.store, 'load');
-      expect(b.usageRecords).toBe(100);
+      expect(b.usageRecords).toBe(ok.length);
       expect(b.usageCredits).toBe(expected);
       expect(b.held).toBe(0n);
       expect(b.openHolds).toBe(0);
       expect(b.balance).toBe(b.grants - b.usageCredits);
       expect(b.balance).toBe(100n * hold - expected);
+      expect(b.balance).toBeGreaterThanOrEqual(0n);
       expect(b.violations).toEqual([]);
     }, 60_000);
   });
@@ -104,8 +118,11 @@ for (const sc of storeCases()) {
     it('lease slices of one account: together they never admit more than it holds, and idle leases go back', async () => {
       const hold = chatHold(prices, estimateTokens(Buffer.byteLength(body(0))), MAX_TOKENS);
       await a.grant('load', 60n * hold, 'shared-grant');
-      a.sim.context.latencyMs = 1_500;
-      b.sim.context.latencyMs = 1_500;
+      a.sim.context.latencyMs = 5_000;
+      b.sim.context.latencyMs = 5_000;
+      let maxUpstream = 0;
+      const open = (x: BillingStack) => x.sim.recorder.find('load ').filter((r) => !r.completed && !r.aborted).length;
+      const watch = setInterval(() => (maxUpstream = Math.max(maxUpstream, open(a) + open(b))), 2);
       const fire = (s: BillingStack, from: number) =>
         Array.from({ length: 100 }, async (_, i) => {
           const r = await request(`${s.gw.url}/v1/chat/completions`, {
@@ -117,6 +134,7 @@ for (const sc of storeCases()) {
           return r.statusCode;
         });
       const statuses = await Promise.all([...fire(a, 0), ...fire(b, 1000)]);
+      clearInterval(watch);
       a.sim.context.latencyMs = 0;
       b.sim.context.latencyMs = 0;
       const ok = statuses.filter((x) => x === 200).length;
@@ -124,9 +142,12 @@ for (const sc of storeCases()) {
       // Both replicas served: neither lease starved the other.
       expect(a.sim.recorder.find('load ').length).toBeGreaterThan(0);
       expect(b.sim.recorder.find('load ').length).toBeGreaterThan(0);
-      expect(ok).toBeLessThanOrEqual(60);
-      // Slices cut at halves may strand less than one hold per replica.
+      // Together never more upstream at once than the account covers; slices cut at halves may
+      // strand less than one hold per replica, and only requests arriving after the first ones
+      // finished (a loaded machine) can add to the count.
+      expect(maxUpstream).toBeLessThanOrEqual(60);
       expect(ok).toBeGreaterThanOrEqual(58);
+      expect(statuses.filter((x) => x === 402).length).toBeGreaterThan(0);
       expect(a.sim.recorder.find('load ').length + b.sim.recorder.find('load ').length).toBe(ok);
 
       // Idle leases are handed back without a shutdown.
