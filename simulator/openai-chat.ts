@@ -1,5 +1,6 @@
 import { cachePrefix, planAnswer, type ToolSpec } from './chat-plan.js';
 import { parseDirectives, sleep, type Directives } from './directives.js';
+import { openaiError } from './openai-error.js';
 import type { SimRequest, SimRoute } from './server.js';
 import { SimStream } from './sim-stream.js';
 import { contentText, countInputTokens, simId } from './text.js';
@@ -12,16 +13,10 @@ import { contentText, countInputTokens, simId } from './text.js';
  * `data: [DONE]`. `[sim:fail]` ends a stream with an error frame.
  */
 
-export function openaiError(r: SimRequest, status: number, message: string, type: string, code: string | null, headers: Record<string, string> = {}): void {
-  const body = JSON.stringify({ error: { message, type, param: null, code } });
-  r.res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-request-id': simId('req_'), ...headers });
-  r.res.end(body);
-}
-
 /** 429/500 directives in the OpenAI error shape; true when the request was answered. */
 export function openaiFailure(r: SimRequest, d: Directives): boolean {
   if (d.status === 429) {
-    openaiError(r, 429, 'Rate limit reached for requests (simulated).', 'requests', 'rate_limit_exceeded', { 'retry-after': '7' });
+    openaiError(r, 429, 'Rate limit reached for requests (simulated).', 'requests', 'rate_limit_exceeded', null, { 'retry-after': '7' });
     return true;
   }
   if (d.status === 500 || d.fail) {

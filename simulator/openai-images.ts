@@ -2,6 +2,7 @@ import { parseDirectives, sleep, type Directives } from './directives.js';
 import { publishFile } from './files.js';
 import { parseMultipart, type FormPart } from './multipart.js';
 import { encodePng, MAX_PIXELS, pngSize, seedOf } from './png.js';
+import { openaiError } from './openai-error.js';
 import type { SimRequest, SimRoute } from './server.js';
 import { simId } from './text.js';
 
@@ -12,16 +13,10 @@ import { simId } from './text.js';
  * response_format "url". Prompt directives: [sim:429], [sim:500], [sim:slow=MS], and [sim:fail],
  * which the safety system "rejects" (400 content_policy_violation).
  */
-function error(r: SimRequest, status: number, message: string, type: string, code: string | null, param: string | null = null, headers: Record<string, string> = {}): void {
-  const body = JSON.stringify({ error: { message, type, param, code } });
-  r.res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-request-id': simId('req_'), ...headers });
-  r.res.end(body);
-}
-
 function failure(r: SimRequest, d: Directives): boolean {
-  if (d.status === 429) error(r, 429, 'Rate limit reached for images per minute (simulated).', 'requests', 'rate_limit_exceeded', null, { 'retry-after': '1' });
-  else if (d.status === 500) error(r, 500, 'The server had an error while processing your request (simulated).', 'server_error', null);
-  else if (d.fail) error(r, 400, 'Your request was rejected as a result of our safety system (simulated).', 'image_generation_user_error', 'content_policy_violation');
+  if (d.status === 429) openaiError(r, 429, 'Rate limit reached for images per minute (simulated).', 'requests', 'rate_limit_exceeded', null, { 'retry-after': '1' });
+  else if (d.status === 500) openaiError(r, 500, 'The server had an error while processing your request (simulated).', 'server_error', null);
+  else if (d.fail) openaiError(r, 400, 'Your request was rejected as a result of our safety system (simulated).', 'image_generation_user_error', 'content_policy_violation');
   else return false;
   return true;
 }
@@ -57,12 +52,12 @@ function answer(r: SimRequest, prompt: string, n: number, size: { width: number;
 
 function common(r: SimRequest, f: { model?: unknown; prompt?: unknown; n?: unknown }): { prompt: string; n: number } | undefined {
   if (typeof f.model !== 'string' || typeof f.prompt !== 'string' || f.prompt === '') {
-    error(r, 400, "Invalid request: 'model' and 'prompt' are required.", 'invalid_request_error', null, typeof f.model !== 'string' ? 'model' : 'prompt');
+    openaiError(r, 400, "Invalid request: 'model' and 'prompt' are required.", 'invalid_request_error', null, typeof f.model !== 'string' ? 'model' : 'prompt');
     return undefined;
   }
   const n = f.n === undefined ? 1 : Number(f.n);
   if (!Number.isInteger(n) || n < 1 || n > 10) {
-    error(r, 400, `Invalid 'n': must be an integer from 1 to 10.`, 'invalid_request_error', 'invalid_value', 'n');
+    openaiError(r, 400, `Invalid 'n': must be an integer from 1 to 10.`, 'invalid_request_error', 'invalid_value', 'n');
     return undefined;
   }
   return { prompt: f.prompt, n };
@@ -76,29 +71,29 @@ async function generations(r: SimRequest): Promise<void> {
   await sleep(r.sim.latencyMs + d.slowMs, r.signal);
   if (r.signal.aborted || failure(r, d)) return;
   const size = sizeOf(body.size, { width: 1024, height: 1024 });
-  if (!size) return error(r, 400, `Invalid size '${String(body.size)}'.`, 'invalid_request_error', 'invalid_value', 'size');
+  if (!size) return openaiError(r, 400, `Invalid size '${String(body.size)}'.`, 'invalid_request_error', 'invalid_value', 'size');
   answer(r, c.prompt, c.n, size, body.response_format === 'url', typeof body.quality === 'string' ? body.quality : 'auto');
 }
 
 async function edits(r: SimRequest): Promise<void> {
   const parts = parseMultipart(r.body, r.req.headers['content-type']);
-  if (!parts) return error(r, 400, 'Invalid request: the body must be multipart/form-data.', 'invalid_request_error', null);
+  if (!parts) return openaiError(r, 400, 'Invalid request: the body must be multipart/form-data.', 'invalid_request_error', null);
   const field = (name: string) => parts.find((p) => p.name === name && p.filename === undefined)?.data.toString('utf8');
   const images: FormPart[] = parts.filter((p) => (p.name === 'image' || p.name === 'image[]') && p.filename !== undefined);
   const mask = parts.find((p) => p.name === 'mask' && p.filename !== undefined);
   const c = common(r, { model: field('model'), prompt: field('prompt'), n: field('n') });
   if (!c) return;
-  if (images.length === 0) return error(r, 400, "Invalid request: 'image' is required.", 'invalid_request_error', null, 'image');
+  if (images.length === 0) return openaiError(r, 400, "Invalid request: 'image' is required.", 'invalid_request_error', null, 'image');
   const first = pngSize(images[0]!.data);
   if (images.some((i) => !pngSize(i.data) && i.data.subarray(0, 3).toString('hex') !== 'ffd8ff')) {
-    return error(r, 400, 'Invalid image file or mode for image 1, please check your image file.', 'invalid_request_error', 'invalid_image_file', 'image');
+    return openaiError(r, 400, 'Invalid image file or mode for image 1, please check your image file.', 'invalid_request_error', 'invalid_image_file', 'image');
   }
-  if (mask && !pngSize(mask.data)) return error(r, 400, 'Invalid mask image: it must be a PNG.', 'invalid_request_error', 'invalid_image_file', 'mask');
+  if (mask && !pngSize(mask.data)) return openaiError(r, 400, 'Invalid mask image: it must be a PNG.', 'invalid_request_error', 'invalid_image_file', 'mask');
   const d = parseDirectives(c.prompt);
   await sleep(r.sim.latencyMs + d.slowMs, r.signal);
   if (r.signal.aborted || failure(r, d)) return;
   const size = sizeOf(field('size'), first ?? { width: 1024, height: 1024 });
-  if (!size) return error(r, 400, `Invalid size '${field('size')}'.`, 'invalid_request_error', 'invalid_value', 'size');
+  if (!size) return openaiError(r, 400, `Invalid size '${field('size')}'.`, 'invalid_request_error', 'invalid_value', 'size');
   answer(r, `${c.prompt}|edit|${mask ? 'mask' : ''}`, c.n, size, field('response_format') === 'url', field('quality') ?? 'auto');
 }
 

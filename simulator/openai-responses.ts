@@ -1,6 +1,7 @@
 import { cachePrefix, planAnswer, type Plan, type ToolSpec } from './chat-plan.js';
 import { parseDirectives, sleep } from './directives.js';
-import { openaiError, openaiFailure } from './openai-chat.js';
+import { openaiFailure } from './openai-chat.js';
+import { openaiError } from './openai-error.js';
 import type { SimRequest, SimRoute } from './server.js';
 import { sendJson, SimStream, sseHeaders } from './sim-stream.js';
 import { contentText, countInputTokens, simId } from './text.js';

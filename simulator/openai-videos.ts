@@ -3,7 +3,9 @@ import { pipeline } from 'node:stream/promises';
 import { parseDirectives } from './directives.js';
 import { mp4File } from './mp4.js';
 import { parseMultipart } from './multipart.js';
+import { openaiError } from './openai-error.js';
 import type { SimContext, SimRequest, SimRoute } from './server.js';
+import { sendJson } from './sim-stream.js';
 import { simId } from './text.js';
 
 /**
@@ -59,18 +61,6 @@ export function videoDirectives(prompt: string): { short: boolean; blocked: bool
   };
 }
 
-function error(r: SimRequest, status: number, message: string, type: string, code: string | null, param: string | null = null, headers: Record<string, string> = {}): void {
-  const body = JSON.stringify({ error: { message, type, param, code } });
-  r.res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-request-id': simId('req_'), ...headers });
-  r.res.end(body);
-}
-
-function send(r: SimRequest, value: unknown): void {
-  const body = JSON.stringify(value);
-  r.res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-request-id': simId('req_') });
-  r.res.end(body);
-}
-
 function view(j: Job) {
   const now = Date.now();
   const done = now >= j.readyAt;
@@ -104,20 +94,20 @@ function fieldsOf(r: SimRequest): Record<string, unknown> | undefined {
 
 async function create(r: SimRequest): Promise<void> {
   const f = fieldsOf(r);
-  if (!f || typeof f.prompt !== 'string' || f.prompt === '') return error(r, 400, "Invalid request: 'prompt' is required.", 'invalid_request_error', 'missing_required_parameter', 'prompt');
+  if (!f || typeof f.prompt !== 'string' || f.prompt === '') return openaiError(r, 400, "Invalid request: 'prompt' is required.", 'invalid_request_error', 'missing_required_parameter', 'prompt');
   const model = typeof f.model === 'string' ? f.model : 'sora-2';
   const sora = model.startsWith('sora');
   const seconds = f.seconds === undefined ? '4' : String(f.seconds);
   if (sora ? !SORA_SECONDS.includes(seconds) : !/^\d{1,4}$/.test(seconds) || Number(seconds) < 1) {
-    return error(r, 400, `Invalid value for 'seconds': '${seconds}'.`, 'invalid_request_error', 'invalid_value', 'seconds');
+    return openaiError(r, 400, `Invalid value for 'seconds': '${seconds}'.`, 'invalid_request_error', 'invalid_value', 'seconds');
   }
   const size = f.size === undefined ? '720x1280' : String(f.size);
-  if (sora ? !SORA_SIZES.includes(size) : !/^\d{2,4}x\d{2,4}$/.test(size)) return error(r, 400, `Invalid value for 'size': '${size}'.`, 'invalid_request_error', 'invalid_value', 'size');
+  if (sora ? !SORA_SIZES.includes(size) : !/^\d{2,4}x\d{2,4}$/.test(size)) return openaiError(r, 400, `Invalid value for 'size': '${size}'.`, 'invalid_request_error', 'invalid_value', 'size');
   const d = parseDirectives(f.prompt);
   const v = videoDirectives(f.prompt);
-  if (d.status === 429) return error(r, 429, 'Rate limit reached for videos per minute (simulated).', 'requests', 'rate_limit_exceeded', null, { 'retry-after': '1' });
-  if (d.status === 500) return error(r, 500, 'The server had an error while processing your request (simulated).', 'server_error', null);
-  if (v.blocked) return error(r, 400, 'Your request was blocked by our moderation system (simulated).', 'invalid_request_error', 'moderation_blocked', 'prompt');
+  if (d.status === 429) return openaiError(r, 429, 'Rate limit reached for videos per minute (simulated).', 'requests', 'rate_limit_exceeded', null, { 'retry-after': '1' });
+  if (d.status === 500) return openaiError(r, 500, 'The server had an error while processing your request (simulated).', 'server_error', null);
+  if (v.blocked) return openaiError(r, 400, 'Your request was blocked by our moderation system (simulated).', 'invalid_request_error', 'moderation_blocked', 'prompt');
   const now = Date.now();
   const asked = Number(seconds);
   const j: Job = {
@@ -136,19 +126,19 @@ async function create(r: SimRequest): Promise<void> {
   const m = jobsOf(r.sim);
   m.set(j.id, j);
   if (m.size > MAX_JOBS) m.delete(m.keys().next().value!);
-  send(r, view(j));
+  sendJson(r, 200, view(j), { 'x-request-id': simId('req_') });
 }
 
 function find(r: SimRequest): Job | undefined {
   const j = jobsOf(r.sim).get(r.params.id ?? '');
-  if (!j) error(r, 404, `Video '${r.params.id}' not found.`, 'invalid_request_error', 'not_found', 'video_id');
+  if (!j) openaiError(r, 404, `Video '${r.params.id}' not found.`, 'invalid_request_error', 'not_found', 'video_id');
   return j;
 }
 
 async function content(r: SimRequest): Promise<void> {
   const j = find(r);
   if (!j) return;
-  if (view(j).status !== 'completed') return error(r, 409, 'Video is not ready yet; poll until its status is completed.', 'invalid_request_error', 'video_not_ready');
+  if (view(j).status !== 'completed') return openaiError(r, 409, 'Video is not ready yet; poll until its status is completed.', 'invalid_request_error', 'video_not_ready');
   const [width, height] = j.size.split('x').map(Number) as [number, number];
   const file = mp4File({ durationMs: j.actualSeconds * 1000, width, height, mediaBytes: j.mediaBytes, seed: j.createdAt });
   r.res.writeHead(200, { 'content-type': 'video/mp4', 'content-length': file.size });
@@ -162,7 +152,7 @@ export const openaiVideoRoutes: SimRoute[] = [
     path: '/v1/videos/:id',
     handler: (r) => {
       const j = find(r);
-      if (j) send(r, view(j));
+      if (j) sendJson(r, 200, view(j), { 'x-request-id': simId('req_') });
     },
   },
   { method: 'GET', path: '/v1/videos/:id/content', handler: content },

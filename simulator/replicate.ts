@@ -4,6 +4,7 @@ import { mp4Buffer } from './mp4.js';
 import { videoDirectives } from './openai-videos.js';
 import { encodePng, MAX_PIXELS, seedOf } from './png.js';
 import type { SimContext, SimRequest, SimRoute } from './server.js';
+import { sendJson } from './sim-stream.js';
 import { simId } from './text.js';
 
 /**
@@ -37,13 +38,7 @@ function predictionsOf(sim: SimContext) {
   return m;
 }
 
-function send(r: SimRequest, status: number, value: unknown, headers: Record<string, string> = {}): void {
-  const body = JSON.stringify(value);
-  r.res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...headers });
-  r.res.end(body);
-}
-
-const problem = (r: SimRequest, status: number, title: string, detail: string, headers: Record<string, string> = {}) => send(r, status, { title, detail, status }, headers);
+const problem = (r: SimRequest, status: number, title: string, detail: string, headers: Record<string, string> = {}) => sendJson(r, status, { title, detail, status }, headers);
 
 function sizeOf(input: Record<string, unknown>): { width: number; height: number } {
   const w = Number(input.width);
@@ -120,7 +115,7 @@ function create(r: SimRequest, model: string, version: string | null): void {
   const m = predictionsOf(r.sim);
   m.set(p.id, p);
   if (m.size > MAX_PREDICTIONS) m.delete(m.keys().next().value!);
-  send(r, 201, view(r.sim, p));
+  sendJson(r, 201, view(r.sim, p));
 }
 
 function find(r: SimRequest): Prediction | undefined {
@@ -145,7 +140,7 @@ export const replicateRoutes: SimRoute[] = [
     path: '/v1/predictions/:id',
     handler: (r) => {
       const p = find(r);
-      if (p) send(r, 200, view(r.sim, p));
+      if (p) sendJson(r, 200, view(r.sim, p));
     },
   },
   {
@@ -155,7 +150,7 @@ export const replicateRoutes: SimRoute[] = [
       const p = find(r);
       if (!p) return;
       if (p.canceledAt === undefined && Date.now() < p.readyAt) p.canceledAt = Date.now();
-      send(r, 200, view(r.sim, p));
+      sendJson(r, 200, view(r.sim, p));
     },
   },
 ];
