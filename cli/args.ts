@@ -24,3 +24,11 @@ export function portFlag(name: string, value: string | undefined, fallback: numb
   if (!Number.isInteger(n) || n < 0 || n > 65535) throw new UsageError(`--${name} must be a port number (0-65535), got "${value}"`);
   return n;
 }
+
+/** A flag that must be a whole number of `unit`, at least `min`; undefined when it is absent. */
+export function wholeFlag(name: string, value: string | undefined, unit: string, min = 0): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min) throw new UsageError(`--${name} must be a whole number of ${unit}${min > 0 ? ` (at least ${min})` : ''}, got "${value}"`);
+  return n;
+}

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { parseFlags, portFlag, UsageError } from '../args.js';
+import { parseFlags, portFlag, UsageError, wholeFlag } from '../args.js';
 import type { Command } from '../main.js';
 import { untilSignal } from '../signals.js';
 
@@ -50,8 +50,7 @@ The token proxies must present is TOLLGATE_DISCOVERY_TOKEN (unset: any client is
       const file = values[f];
       if (file && !existsSync(file)) throw new UsageError(`--${f}: ${file} does not exist`);
     }
-    const debounce = values['debounce-ms'] === undefined ? undefined : Number(values['debounce-ms']);
-    if (debounce !== undefined && !(Number.isInteger(debounce) && debounce >= 0)) throw new UsageError('--debounce-ms must be a whole number of milliseconds');
+    const debounce = wholeFlag('debounce-ms', values['debounce-ms'], 'milliseconds');
     const grpcPort = portFlag('grpc-port', values['grpc-port'], 50051);
     const metricsPort = portFlag('metrics-port', values['metrics-port'], 9091);
 

@@ -4,7 +4,7 @@ import type { ConfigSource } from '../../proxy/config/source.js';
 import { defaultBilling, defaultFeatures, afterStart } from '../../proxy/features.js';
 import { startGateway } from '../../proxy/gateway.js';
 import { createLogger, type Logger } from '../../proxy/server/log.js';
-import { parseFlags, portFlag, UsageError } from '../args.js';
+import { parseFlags, portFlag, UsageError, wholeFlag } from '../args.js';
 import type { Command } from '../main.js';
 import { untilSignal } from '../signals.js';
 
@@ -53,8 +53,7 @@ export const command: Command = {
     const sources = [values.config, values['config-from'], values.quickstart].filter(Boolean).length;
     if (sources !== 1) throw new UsageError('give exactly one of --config DIR, --config-from grpc://HOST:PORT or --quickstart');
     if (values['discovery-ca'] && !values['config-from']) throw new UsageError('--discovery-ca goes with --config-from grpcs://HOST:PORT');
-    const bodyLimit = values['body-limit'] === undefined ? undefined : Number(values['body-limit']);
-    if (bodyLimit !== undefined && !(Number.isInteger(bodyLimit) && bodyLimit > 0)) throw new UsageError('--body-limit must be a positive number of bytes');
+    const bodyLimit = wholeFlag('body-limit', values['body-limit'], 'bytes', 1);
     const port = portFlag('port', values.port, 8080);
     const adminPort = portFlag('admin-port', values['admin-port'], 9090);
     const log = createLogger({ component: 'gateway' });

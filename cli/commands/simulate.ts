@@ -1,5 +1,5 @@
 import { startSimulator } from '../../simulator/index.js';
-import { parseFlags, portFlag, UsageError } from '../args.js';
+import { parseFlags, portFlag, UsageError, wholeFlag } from '../args.js';
 import type { Command } from '../main.js';
 import { untilSignal } from '../signals.js';
 
@@ -34,12 +34,7 @@ Directives in the last user message (or image prompt) drive failures: [sim:429] 
       latency: { type: 'string' },
       'chunk-delay': { type: 'string' },
     });
-    const ms = (name: string, v: string | undefined) => {
-      if (v === undefined) return 0;
-      const n = Number(v);
-      if (!Number.isInteger(n) || n < 0) throw new UsageError(`--${name} must be a whole number of milliseconds, got "${v}"`);
-      return n;
-    };
+    const ms = (name: string, v: string | undefined) => wholeFlag(name, v, 'milliseconds') ?? 0;
     const sim = await startSimulator({
       port: portFlag('port', values.port, 8090),
       host: values.host ?? '127.0.0.1',
