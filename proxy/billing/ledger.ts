@@ -153,7 +153,11 @@ export async function checkKeySpend(q: Queryable, keyHash: string, amount: bigin
 
 /** hold() for one key's request: refused with SpendLimitError first when the key has a spend limit. */
 export async function holdForKey(q: Queryable, h: HoldInput & { keyHash: string }, spendLimit: bigint | undefined): Promise<boolean> {
-  if (spendLimit !== undefined) await checkKeySpend(q, h.keyHash, h.amount, spendLimit);
+  if (spendLimit !== undefined) {
+    // Account before key spend: the order every ledger writer (and the group commit) locks them in.
+    await q.query('SELECT 1 FROM accounts WHERE account = $1 FOR UPDATE', [h.account]);
+    await checkKeySpend(q, h.keyHash, h.amount, spendLimit);
+  }
   return hold(q, h);
 }
 
