@@ -337,14 +337,16 @@ export class Operator {
     return desiredReady({ kind, object: o, errors, keyPending, keyConflict });
   }
 
-  private secretNameFor(kind: Kind, o: KubeObject): string | undefined {
-    if (kind !== 'ApiKey' || o.spec?.keyHash) return undefined;
-    return this.mintedHash(o) ? mintedSecretName(o.metadata.name) : undefined;
+  /** Status fields beside the Ready condition: a minted key's Secret, a route's model code. */
+  private statusExtra(kind: Kind, o: KubeObject): Record<string, string> {
+    if (kind === 'ModelRoute') return { model: typeof o.spec?.model === 'string' ? o.spec.model : o.metadata.name };
+    if (kind !== 'ApiKey' || o.spec?.keyHash) return {};
+    return this.mintedHash(o) ? { secretName: mintedSecretName(o.metadata.name) } : {};
   }
 
   private statusChanged(kind: Kind, o: KubeObject, want: DesiredReady): boolean {
-    const secretName = this.secretNameFor(kind, o);
-    return readyChanged(o.status, want) || (secretName !== undefined && o.status?.secretName !== secretName);
+    const extra = this.statusExtra(kind, o);
+    return readyChanged(o.status, want) || Object.entries(extra).some(([k, v]) => o.status?.[k] !== v);
   }
 
   private async writeStatus(kind: Kind, namespace: string | undefined, name: string): Promise<void> {
@@ -353,8 +355,7 @@ export class Operator {
     if (!o) return;
     const want = this.desired(kind, o);
     if (!want || !this.statusChanged(kind, o, want)) return;
-    const secretName = this.secretNameFor(kind, o);
-    const status = nextStatus(o.status, want, new Date(), secretName ? { secretName } : {});
+    const status = nextStatus(o.status, want, new Date(), this.statusExtra(kind, o));
     try {
       await this.custom.patchNamespacedCustomObjectStatus(
         { group: GROUP, version: VERSION, namespace: namespace ?? 'default', plural: KIND_INFO[kind].plural, name, body: { status } },

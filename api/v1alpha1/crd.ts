@@ -18,7 +18,8 @@ const AGE = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp'
 
 const PRINTER_COLUMNS: Record<Kind, object[]> = {
   ModelRoute: [
-    { name: 'Model', type: 'string', jsonPath: '.spec.model' },
+    // status.model, not spec.model: spec.model is usually left to default to the name.
+    { name: 'Model', type: 'string', jsonPath: '.status.model' },
     { name: 'Type', type: 'string', jsonPath: '.spec.type' },
     { name: 'Ready', type: 'string', jsonPath: READY },
     AGE,

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CommonStatus, Decimal, Name, ObjectMeta } from './common.js';
+import { Condition, Decimal, Name, ObjectMeta } from './common.js';
 
 export const Provider = z.enum(['openai', 'anthropic', 'openai-compatible', 'replicate', 'simulator']);
 export type Provider = z.infer<typeof Provider>;
@@ -67,11 +67,18 @@ export const ModelRouteSpec = z.strictObject({
 });
 export type ModelRouteSpec = z.infer<typeof ModelRouteSpec>;
 
+export const ModelRouteStatus = z.strictObject({
+  /** The model code clients use (spec.model, else metadata.name), written by the operator for the MODEL column. */
+  model: z.string().optional(),
+  observedGeneration: z.number().int().optional(),
+  conditions: z.array(Condition).optional(),
+});
+
 export const ModelRoute = z.strictObject({
   apiVersion: z.literal('tollgate.dev/v1alpha1'),
   kind: z.literal('ModelRoute'),
   metadata: ObjectMeta,
   spec: ModelRouteSpec,
-  status: CommonStatus.optional(),
+  status: ModelRouteStatus.optional(),
 });
 export type ModelRoute = z.infer<typeof ModelRoute>;

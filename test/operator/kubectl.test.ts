@@ -64,7 +64,7 @@ describe.skipIf(!existsSync(KUBECTL))('kubectl against the kube-API test server,
     expect(await k('wait', '--for=condition=Ready', '--timeout=10s', 'modelroute', '--all')).toContain('condition met');
     expect(await k('wait', '--for=condition=Ready', '--timeout=10s', 'apikey', '--all')).toContain('condition met');
 
-    expect(await k('get', 'modelroutes')).toMatch(/NAME\s+MODEL\s+TYPE\s+READY\s+AGE\n(.*\n)*sim-gpt\s+chat\s+True\s+\d+s/);
+    expect(await k('get', 'modelroutes')).toMatch(/NAME\s+MODEL\s+TYPE\s+READY\s+AGE\n(.*\n)*sim-gpt\s+sim-gpt\s+chat\s+True\s+\d+s/);
     expect(await k('get', 'groups.tollgate.dev')).toMatch(/claude-code\s+true\s+0\.5\s+True/);
     expect(await k('get', 'ak')).toMatch(/team-a\s+default\s+team-a\s+True\s+\d+s/);
     expect(await k('get', 'lease', 'tollgate-operator', '-o', 'jsonpath={.spec.holderIdentity}')).toBe('op-kubectl');

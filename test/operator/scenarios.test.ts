@@ -82,6 +82,8 @@ describe('operator -> gRPC -> proxy', () => {
       const c = await waitFor(() => ready(cluster, kind, name), `${kind} ${name} Ready`);
       expect(c).toMatchObject({ status: 'True', observedGeneration: 1 });
     }
+    // The MODEL printer column reads status.model: the code, also when spec.model is left out.
+    expect(cluster.get('ModelRoute', 'sim-gpt')?.status?.model).toBe('sim-gpt');
     await waitFor(() => op.proxies().acked === 1, 'the ACK reaching the operator');
     expect(op.logs.lines.some((l) => l.msg === 'snapshot published' && l.version === version())).toBe(true);
   });
