@@ -12,8 +12,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg, totalmem } from 'node:os';
+import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
@@ -28,12 +27,12 @@ import { startGateway } from '../proxy/gateway.js';
 import { createLogger } from '../proxy/server/log.js';
 import { openStore } from '../proxy/store/index.js';
 import { startSimulator } from '../simulator/index.js';
+import { envNumber as num } from './env.js';
+import { measuredBy, writeSection } from './results.js';
 
 const KEY = 'sk-service-bench-billing';
-const RESULTS = fileURLToPath(new URL('./RESULTS.md', import.meta.url));
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const SECTION = '## Billing';
-const num = (name: string, dflt: number) => (process.env[name] ? Number(process.env[name]) : dflt);
 
 /** A small realistic chat request (about 1 KB). */
 function chatBody(stream: boolean): string {
@@ -203,8 +202,7 @@ async function main(): Promise<void> {
     }
     await stop(sim);
   }
-  writeSection(render(rows, warmupMs, durationMs, rounds, load1));
-  process.stderr.write(`wrote ${SECTION} to bench/RESULTS.md\n`);
+  writeSection(SECTION, render(rows, warmupMs, durationMs, rounds, load1));
 }
 
 interface Row {
@@ -216,12 +214,11 @@ interface Row {
 }
 
 function render(rows: Row[], warmupMs: number, durationMs: number, rounds: number, load1: number): string {
-  const cpu = cpus();
   const base = (x: Row) => rows.find((y) => y.variant === 'no billing' && y.mode === x.mode && y.connections === x.connections)!.r.rps;
   const lines = [
     SECTION,
     '',
-    `Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC by \`npx tsx bench/billing.ts\` on ${cpu.length} × ${cpu[0]?.model.trim() ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, Node ${process.version}. Other work shared the machine's cores (load average ${load1.toFixed(1)} when the run started).`,
+    `${measuredBy('npx tsx bench/billing.ts')}. Other work shared the machine's cores (load average ${load1.toFixed(1)} when the run started).`,
     `One gateway process per variant (every feature of \`tollgate serve\`), the simulator and the load generator (undici Pool, keep-alive connections, closed loop: each connection sends its next request when the last answer has ended) run as separate processes. The variants take turns: ${rounds} rounds of ${durationMs / 1000} s each (${warmupMs / 1000} s of warm-up first); the table shows each variant's median round (errors: all rounds). One key, one paying account: the worst case for contention.`,
     'Request: POST /v1/chat/completions, about 1 KB, a 12-word answer.',
     '',
@@ -243,17 +240,6 @@ function render(rows: Row[], warmupMs: number, durationMs: number, rounds: numbe
     '',
   );
   return lines.join('\n');
-}
-
-function writeSection(section: string): void {
-  const text = readFileSync(RESULTS, 'utf8');
-  const start = text.indexOf(`\n${SECTION}\n`);
-  if (start === -1) {
-    writeFileSync(RESULTS, `${text.trimEnd()}\n\n${section}`);
-    return;
-  }
-  const next = text.indexOf('\n## ', start + SECTION.length + 2);
-  writeFileSync(RESULTS, `${text.slice(0, start + 1)}${section}${next === -1 ? '' : `\n${text.slice(next + 1)}`}`);
 }
 
 const [cmd, what, simUrl] = process.argv.slice(2);

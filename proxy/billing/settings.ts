@@ -1,3 +1,5 @@
+import { envSeconds as seconds } from '../config/env.js';
+
 /** Tunables of metered billing; defaults, then environment (TOLLGATE_BILLING_*), then code. */
 export interface BillingSettings {
   /** A lease's deadline; a live replica renews it every third of this. The sweeper releases a lease past it. */
@@ -28,14 +30,6 @@ export const DEFAULT_BILLING_SETTINGS: BillingSettings = {
   maxBatch: 500,
   refusalMemoryMs: 250,
   commitLingerMs: 3,
-};
-
-const seconds = (env: NodeJS.ProcessEnv, name: string): number | undefined => {
-  const v = env[name];
-  if (v === undefined || v === '') return undefined;
-  const n = Number(v);
-  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number of seconds, got "${v}"`);
-  return n * 1000;
 };
 
 export function billingSettings(env: NodeJS.ProcessEnv = process.env, overrides: Partial<BillingSettings> = {}): BillingSettings {

@@ -1,16 +1,12 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rm } from 'node:fs/promises';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { credit } from '../../proxy/billing/ledger.js';
-import { migrate, openStore, type Store } from '../../proxy/store/index.js';
-import { PgliteStore } from '../../proxy/store/pglite.js';
 import { startSimulator, type Simulator } from '../../simulator/index.js';
-import { startCli } from '../support/cli.js';
 import { apiKey, chatRoute, group } from '../support/resources.js';
+import { serveChild, serveTargets, writeManifests, type ServeTarget } from '../support/serve-child.js';
 import { books, C, until } from './support.js';
 
 /**
@@ -19,46 +15,6 @@ import { books, C, until } from './support.js';
  * passes: nothing stays held, the requests that finished before the kill stay charged, and the
  * ledger invariant holds.
  */
-interface Target {
-  flags: string[];
-  /** PGlite's child must not inherit DATABASE_URL (serve would prefer it over --data). */
-  env: Record<string, string>;
-  open(): Promise<Store>;
-  dispose(): Promise<void>;
-}
-
-function pgliteTarget(dir: string): Target {
-  return {
-    flags: ['--data', dir],
-    env: { DATABASE_URL: '' },
-    open: async () => {
-      const s = new PgliteStore(join(dir, 'pg'));
-      await migrate(s);
-      return s;
-    },
-    dispose: () => rm(dir, { recursive: true, force: true }),
-  };
-}
-
-function postgresTarget(url: string): Target {
-  const schema = `t_${randomBytes(6).toString('hex')}`;
-  const open = () => openStore({ databaseUrl: url, schema });
-  const withPath = `${url}${url.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}`)}`;
-  return {
-    flags: ['--database-url', withPath],
-    env: {},
-    open,
-    dispose: async () => {
-      const s = await open();
-      await s.query(`DROP SCHEMA "${schema}" CASCADE`);
-      await s.close();
-    },
-  };
-}
-
-const targets: { name: string; make: () => Promise<Target> }[] = [{ name: 'pglite', make: async () => pgliteTarget(await mkdtemp(join(tmpdir(), 'tollgate-billing-crash-'))) }];
-if (process.env.DATABASE_URL) targets.push({ name: 'postgres', make: async () => postgresTarget(process.env.DATABASE_URL!) });
-
 const KEY = 'sk-service-billing-crash';
 const ADMIN = 'crash-admin';
 const ENV = { TOLLGATE_BILLING_LEASE_SECONDS: '1.5', TOLLGATE_BILLING_SWEEP_SECONDS: '0.3', TOLLGATE_LOG_LEVEL: 'info' };
@@ -67,27 +23,21 @@ let sim: Simulator;
 let configDir: string;
 beforeAll(async () => {
   sim = await startSimulator();
-  configDir = await mkdtemp(join(tmpdir(), 'tollgate-billing-crash-config-'));
-  const docs = [chatRoute('m', `${sim.url}/v1`, { pricing: { inputPerMillion: '1', outputPerMillion: '2' } }), group('g', ['m']), apiKey('k', KEY, 'g', { account: 'acct' })];
-  await writeFile(join(configDir, 'manifests.yaml'), docs.map((d) => JSON.stringify(d)).join('\n---\n'));
+  configDir = await writeManifests(
+    [chatRoute('m', `${sim.url}/v1`, { pricing: { inputPerMillion: '1', outputPerMillion: '2' } }), group('g', ['m']), apiKey('k', KEY, 'g', { account: 'acct' })],
+    'tollgate-billing-crash-config-',
+  );
 });
 afterAll(async () => {
   await sim?.close();
   if (configDir) await rm(configDir, { recursive: true, force: true });
 });
 
-function serve(t: Target) {
-  return startCli(
-    ['serve', '--config', configDir, '--port', '0', '--admin-port', '0', '--admin-token', ADMIN, ...t.flags],
-    (l) => l.msg === 'gateway listening',
-    { ...ENV, ...t.env },
-    60_000,
-  ).then(({ child, match, exited }) => ({ child, url: match.api as string, adminUrl: match.admin as string, exited }));
-}
+const serve = (t: ServeTarget) => serveChild(t, configDir, { args: ['--admin-token', ADMIN], env: ENV });
 
-for (const { name, make } of targets) {
+for (const { name, make } of serveTargets('tollgate-billing-crash-')) {
   describe(`a gateway killed mid-stream on ${name}`, () => {
-    let t: Target;
+    let t: ServeTarget;
     const children: ChildProcess[] = [];
     beforeAll(async () => {
       t = await make();
