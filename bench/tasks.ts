@@ -1,3 +1,4 @@
+import { loadavg } from 'node:os';
 /**
  * `npx tsx bench/tasks.ts`: accepted task submissions per second on PostgreSQL, and rewrites the
  * "## Task submissions" section of bench/RESULTS.md.
@@ -217,7 +218,7 @@ function render(storeRows: StoreRow[], httpRows: HttpRow[]): string {
   return [
     SECTION,
     '',
-    `${measuredBy('npx tsx bench/tasks.ts')}, PostgreSQL on loopback (a fresh schema); ${durationMs / 1000} s per scenario after ${warmupMs / 1000} s of warm-up. Other work shared the machine's two cores.`,
+    `${measuredBy('npx tsx bench/tasks.ts')}, PostgreSQL on loopback (a fresh schema); ${durationMs / 1000} s per scenario after ${warmupMs / 1000} s of warm-up. Load average ${loadavg()[0]!.toFixed(1)} when the run started (other work on the machine shows here).`,
     '',
     'What an accepted submission writes: the task row and the credit hold (the `accounts` row update, the `holds` row and the ledger row), called straight on the store by concurrent callers, in a transaction each or in the group commits the gateway uses (`proxy/tasks/admission.ts`: what queues while one commit is written goes in the next):',
     '',
