@@ -1,4 +1,3 @@
-import { loadavg } from 'node:os';
 /**
  * `npx tsx bench/tasks.ts`: accepted task submissions per second on PostgreSQL, and rewrites the
  * "## Task submissions" section of bench/RESULTS.md.
@@ -16,6 +15,7 @@ import { loadavg } from 'node:os';
  * fresh schema is created and dropped), BENCH_DURATION_MS (per scenario, default 3000),
  * BENCH_WARMUP_MS (default 500), BENCH_CONNECTIONS (default "1,16,64").
  */
+import { loadavg } from 'node:os';
 import { createHash, randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { compile, type RawResource } from '../api/snapshot/index.js';
