@@ -51,12 +51,12 @@ spec:
     expect(await kubectl('apply', '--validate=false', '-f', file)).toContain('modelroute.tollgate.dev/sim-gpt created');
     expect(api.get('tollgate.dev/v1alpha1', 'modelroutes', 'default', 'sim-gpt')?.metadata.generation).toBe(1);
 
-    // status via the subresource, then the READY column shows it
+    // status via the subresource (as the operator writes it), then the MODEL and READY columns show it
     const obj = api.get('tollgate.dev/v1alpha1', 'modelroutes', 'default', 'sim-gpt')!;
     const res = await fetch(`${api.url}/apis/tollgate.dev/v1alpha1/namespaces/default/modelroutes/sim-gpt/status`, {
       method: 'PATCH',
       headers: { 'content-type': 'application/merge-patch+json' },
-      body: JSON.stringify({ status: { conditions: [{ type: 'Ready', status: 'True', reason: 'Compiled', message: 'ok', observedGeneration: 1 }] } }),
+      body: JSON.stringify({ status: { model: 'sim-gpt', conditions: [{ type: 'Ready', status: 'True', reason: 'Compiled', message: 'ok', observedGeneration: 1 }] } }),
     });
     expect(res.status).toBe(200);
     const after = api.get('tollgate.dev/v1alpha1', 'modelroutes', 'default', 'sim-gpt')!;
