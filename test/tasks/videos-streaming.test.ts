@@ -57,9 +57,11 @@ for (const sc of storeCases()) {
       const growth = { data: (peak.data - base.data) / MB, rss: (peak.rss - base.rss) / MB };
       console.log(`50 MB video, ${sc.name}: peak growth of live heap+buffers ${growth.data.toFixed(1)} MB, of RSS ${growth.rss.toFixed(1)} MB (${samples} samples, ${(gcMs / samples).toFixed(1)} ms each)`);
       // Streamed, a few chunks are live at a time; a copy of the whole video would hold its 50 MB
-      // (and its chunks) live at once. RSS is logged only: other work in the process (PGlite's
-      // memory, garbage under load) moves it by as much.
-      expect(growth.data).toBeLessThan(24);
+      // (and its chunks) live at once, 50 MB at the very least. The bound leaves room for PGlite,
+      // whose WebAssembly memory counts among ArrayBuffers and grows in steps (seen: up to 28 MB
+      // on a loaded CI run, 0-11 MB otherwise). RSS is logged only: other work in the process
+      // moves it by as much.
+      expect(growth.data).toBeLessThan(40);
 
       const stored = await t.store.query<{ results: unknown }>('SELECT results FROM tasks WHERE id = $1', [done.id]);
       const results = (typeof stored.rows[0]!.results === 'string' ? JSON.parse(stored.rows[0]!.results) : stored.rows[0]!.results) as { bytes: number }[];
