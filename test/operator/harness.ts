@@ -217,9 +217,8 @@ export function modelRoute(name: string, simUrl: string, spec: Record<string, un
   };
 }
 
-export function groupOf(name: string, models: string[], spec: Record<string, unknown> = {}) {
-  return { apiVersion: API_VERSION, kind: 'Group', metadata: { name }, spec: { models, ...spec } };
-}
+/** A Group manifest: the same one the other suites build. */
+export { group as groupOf } from '../support/resources.js';
 
 export function apiKeyOf(name: string, spec: Record<string, unknown>) {
   return { apiVersion: API_VERSION, kind: 'ApiKey', metadata: { name }, spec: { group: 'default', account: ACCOUNT, ...spec } };
