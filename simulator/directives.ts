@@ -8,6 +8,9 @@
  *   [sim:tool]      call a tool (the first given) even when tool_choice leaves it to the model
  *   [sim:slow=MS]   delay the first byte by MS
  *   [sim:tokens=N]  answer with N output words (default: a short sentence)
+ *   [sim:frayed]    stream the way some servers and proxies do: CRLF line ends, a comment and an
+ *                   unknown event after the first event, every event written in 7-byte pieces;
+ *                   the bytes written are recorded (RecordedRequest.sent)
  */
 export interface Directives {
   status?: 429 | 500;
@@ -16,12 +19,13 @@ export interface Directives {
   slowMs: number;
   tool: boolean;
   tokens?: number;
+  frayed: boolean;
 }
 
 const RE = /\[sim:([a-z0-9]+)(?:=(\d+))?\]/g;
 
 export function parseDirectives(text: string): Directives {
-  const d: Directives = { fail: false, cut: false, slowMs: 0, tool: false };
+  const d: Directives = { fail: false, cut: false, slowMs: 0, tool: false, frayed: false };
   if (!text.includes('[sim:')) return d;
   for (const m of text.matchAll(RE)) {
     const name = m[1];
@@ -31,6 +35,7 @@ export function parseDirectives(text: string): Directives {
     else if (name === 'fail') d.fail = true;
     else if (name === 'cut') d.cut = true;
     else if (name === 'tool') d.tool = true;
+    else if (name === 'frayed') d.frayed = true;
     else if (name === 'slow' && n !== undefined) d.slowMs = n;
     else if (name === 'tokens' && n !== undefined) d.tokens = Math.min(n, 100_000);
   }

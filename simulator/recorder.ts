@@ -12,6 +12,8 @@ export interface RecordedRequest {
   aborted: boolean;
   /** The response was sent completely. */
   completed: boolean;
+  /** The exact bytes of a `[sim:frayed]` stream as written (other answers are not kept). */
+  sent?: Buffer;
 }
 
 /** The last requests received (bounded, so a long-running quickstart does not grow). */

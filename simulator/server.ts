@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Recorder } from './recorder.js';
+import { Recorder, type RecordedRequest } from './recorder.js';
 
 /**
  * The offline upstream simulator: one node:http server speaking the providers' real wire
@@ -21,6 +21,8 @@ export interface SimRequest {
   sim: SimContext;
   /** Aborts when the client goes away before the response ends. */
   signal: AbortSignal;
+  /** What the recorder keeps of this request. */
+  record: RecordedRequest;
 }
 
 export interface SimContext {
@@ -103,7 +105,7 @@ export async function startSimulatorServer(opts: SimulatorOptions): Promise<Simu
         if (route.method !== req.method) continue;
         const params = match(route, path);
         if (!params) continue;
-        Promise.resolve(route.handler({ req, res, path, query, body, json, params, sim: context, signal: controller.signal })).catch((err: Error) => {
+        Promise.resolve(route.handler({ req, res, path, query, body, json, params, sim: context, signal: controller.signal, record })).catch((err: Error) => {
           if (!res.headersSent) {
             res.writeHead(500, { 'content-type': 'application/json' });
             res.end(JSON.stringify({ error: { message: `simulator error: ${err.message}`, type: 'server_error' } }));

@@ -7,9 +7,13 @@ import type { SimRequest } from './server.js';
  * drops the connection without a terminal event, `[sim:fail]` sends the protocol's own in-stream
  * error event and ends cleanly. Every method returns false once the answer must stop.
  */
+/** What `[sim:frayed]` adds after the first event: a comment and an event no client knows. */
+const FRAYED_EXTRAS = ': keep-alive comment\r\n\r\nevent: future_event\r\ndata: {"type":"future_event","x":1}\r\nid: 9\r\n\r\n';
+
 export class SimStream {
   private content = 0;
   private stopped = false;
+  private events = 0;
 
   constructor(
     private readonly r: SimRequest,
@@ -26,7 +30,7 @@ export class SimStream {
     if (content && this.content >= this.failAfter && (this.d.cut || this.d.fail)) {
       this.stopped = true;
       if (this.d.fail) {
-        r.res.end(typeof this.errorFrame === 'string' ? this.errorFrame : this.errorFrame());
+        r.res.end(this.wire(typeof this.errorFrame === 'string' ? this.errorFrame : this.errorFrame()));
         return false;
       }
       // Let what was written reach the client, then drop the connection without an end.
@@ -38,7 +42,8 @@ export class SimStream {
       await sleep(r.sim.chunkDelayMs, r.signal);
       if (r.signal.aborted) return false;
     }
-    r.res.write(frame);
+    if (this.d.frayed) await this.fray(frame);
+    else r.res.write(frame);
     if (content) this.content++;
     return true;
   }
@@ -46,7 +51,27 @@ export class SimStream {
   end(frame: string): void {
     if (this.stopped || this.r.signal.aborted) return;
     this.stopped = true;
-    this.r.res.end(frame);
+    this.r.res.end(this.wire(frame));
+  }
+
+  /** A frame as it goes on the wire: as built, or frayed (CRLF) and recorded. */
+  private wire(frame: string): string | Buffer {
+    if (!this.d.frayed) return frame;
+    let text = frame.replace(/\n/g, '\r\n');
+    if (this.events++ === 0) text += FRAYED_EXTRAS;
+    const bytes = Buffer.from(text);
+    const rec = this.r.record;
+    rec.sent = rec.sent ? Buffer.concat([rec.sent, bytes]) : bytes;
+    return bytes;
+  }
+
+  /** `[sim:frayed]`: 7-byte pieces, each on its own turn of the event loop, so they arrive apart. */
+  private async fray(frame: string): Promise<void> {
+    const bytes = this.wire(frame) as Buffer;
+    for (let i = 0; i < bytes.length && !this.r.signal.aborted; i += 7) {
+      this.r.res.write(bytes.subarray(i, i + 7));
+      await new Promise(setImmediate);
+    }
   }
 }
 
