@@ -1,6 +1,5 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chatCost, chatHold } from '../../proxy/billing/pricing.js';
 import { toPrices } from '../../proxy/config/runtime.js';
@@ -31,7 +30,21 @@ function resources(sim: string) {
   ];
 }
 
-const body = (i: number) => JSON.stringify({ model: 'm', stream: false, max_tokens: MAX_TOKENS, messages: [{ role: 'user', content: `load ${String(i).padStart(5, '0')}` }] });
+const params = (i: number) => ({ model: 'm', stream: false as const, max_tokens: MAX_TOKENS, messages: [{ role: 'user' as const, content: `load ${String(i).padStart(5, '0')}` }] });
+/** The body the SDK sends for params(i): every one has the same length, so every request holds the same amount. */
+const body = (i: number) => JSON.stringify(params(i));
+
+/** One chat call with the official SDK: its status and the body's usage or error. */
+async function call(url: string, i: number): Promise<{ i: number; status: number; json: Record<string, any> }> {
+  const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: KEY, maxRetries: 0, timeout: 60_000 });
+  try {
+    const c = await client.chat.completions.create(params(i));
+    return { i, status: 200, json: { usage: c.usage } };
+  } catch (err) {
+    if (!(err instanceof OpenAI.APIError) || err.status === undefined) throw err;
+    return { i, status: err.status, json: { error: err.error } };
+  }
+}
 
 for (const sc of storeCases()) {
   describe(`credits under concurrency on ${sc.name}`, () => {
@@ -55,14 +68,7 @@ for (const sc of storeCases()) {
         maxUpstream = Math.max(maxUpstream, open);
       }, 2);
       const results = await Promise.all(
-        Array.from({ length: 500 }, async (_, i) => {
-          const r = await request(`${s.gw.url}/v1/chat/completions`, {
-            method: 'POST',
-            headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
-            body: body(i),
-          });
-          return { i, status: r.statusCode, json: (await r.body.json()) as Record<string, any> };
-        }),
+        Array.from({ length: 500 }, (_, i) => call(s.gw.url, i)),
       );
       clearInterval(watch);
       s.sim.context.latencyMs = 0;
@@ -124,15 +130,7 @@ for (const sc of storeCases()) {
       const open = (x: BillingStack) => x.sim.recorder.find('load ').filter((r) => !r.completed && !r.aborted).length;
       const watch = setInterval(() => (maxUpstream = Math.max(maxUpstream, open(a) + open(b))), 2);
       const fire = (s: BillingStack, from: number) =>
-        Array.from({ length: 100 }, async (_, i) => {
-          const r = await request(`${s.gw.url}/v1/chat/completions`, {
-            method: 'POST',
-            headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
-            body: body(from + i),
-          });
-          await r.body.dump();
-          return r.statusCode;
-        });
+        Array.from({ length: 100 }, async (_, i) => (await call(s.gw.url, from + i)).status);
       const statuses = await Promise.all([...fire(a, 0), ...fire(b, 1000)]);
       clearInterval(watch);
       a.sim.context.latencyMs = 0;
