@@ -8,8 +8,8 @@
  *   [sim:tool]      call a tool (the first given) even when tool_choice leaves it to the model
  *   [sim:slow=MS]   delay the first byte by MS
  *   [sim:tokens=N]  answer with N output words (default: a short sentence)
- *   [sim:frayed]    stream the way some servers and proxies do: CRLF line ends, a comment and an
- *                   unknown event after the first event, every event written in 7-byte pieces;
+ *   [sim:frayed]    stream the way some servers and proxies do: no `event:` lines (the type in the
+ *                   data only), CRLF line ends, a comment and an unknown event after the first event, every event written in 7-byte pieces;
  *                   the bytes written are recorded (RecordedRequest.sent)
  */
 export interface Directives {

@@ -57,7 +57,8 @@ export class SimStream {
   /** A frame as it goes on the wire: as built, or frayed (CRLF) and recorded. */
   private wire(frame: string): string | Buffer {
     if (!this.d.frayed) return frame;
-    let text = frame.replace(/\n/g, '\r\n');
+    // Some compatible servers send the type in the data only: no `event:` lines.
+    let text = frame.replace(/^event: [^\n]*\n/gm, '').replace(/\n/g, '\r\n');
     if (this.events++ === 0) text += FRAYED_EXTRAS;
     const bytes = Buffer.from(text);
     const rec = this.r.record;

@@ -22,7 +22,7 @@ Serves the providers' wire protocols offline with deterministic answers:
 Directives in the last user message (or image prompt) drive failures: [sim:429] [sim:500]
 [sim:fail] (chat streams: the protocol's in-stream error) [sim:cut] (drop the stream midway)
 [sim:slow=MS] [sim:tokens=N] [sim:tool] (call the first tool given)
-[sim:frayed] (streams with CRLF, a comment, an unknown event, 7-byte pieces).
+[sim:frayed] (streams without event: lines, with CRLF, a comment, an unknown event, 7-byte pieces).
 
   --port N          listen port (default 8090)
   --host H          listen address (default 127.0.0.1)

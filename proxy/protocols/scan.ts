@@ -47,3 +47,15 @@ export function parseObject(data: string): Record<string, unknown> | null {
 export function obj(v: unknown): Record<string, unknown> | undefined {
   return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
 }
+
+/**
+ * An SSE event's type: its `event:` name, else the `"type"` its data starts with (some
+ * compatible servers send no `event:` lines).
+ */
+export function eventType(event: string, data: string): string {
+  if (event) return event;
+  const at = data.indexOf('"type":"');
+  if (at === -1) return '';
+  const end = data.indexOf('"', at + 8);
+  return end === -1 ? '' : data.slice(at + 8, end);
+}

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { tokenCount, type Usage } from '../../ir/usage.js';
-import { obj, parseObject, stringValueLength } from '../scan.js';
+import { eventType, obj, parseObject, stringValueLength } from '../scan.js';
 import type { ChatRequestInfo, ProtocolAdapter, StreamTap } from '../types.js';
 import { encodeJsonEvent } from '../../sse/index.js';
 import { parseWire } from '../validate.js';
@@ -46,7 +46,7 @@ class MessagesTap implements StreamTap {
   textBytes = 0;
 
   event(event: string, data: string): void {
-    switch (event) {
+    switch (eventType(event, data)) {
       case 'content_block_delta':
         this.textBytes += stringValueLength(data, TEXT_KEYS);
         return;

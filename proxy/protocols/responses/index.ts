@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { tokenCount, type Usage } from '../../ir/usage.js';
-import { obj, parseObject, stringValueLength } from '../scan.js';
+import { eventType, obj, parseObject, stringValueLength } from '../scan.js';
 import type { ChatRequestInfo, ProtocolAdapter, StreamTap } from '../types.js';
 import { encodeJsonEvent } from '../../sse/index.js';
 import { parseWire } from '../validate.js';
@@ -31,14 +31,6 @@ const TERMINAL = new Set(['response.completed', 'response.incomplete', 'response
 const TEXT_KEYS = ['"delta":"'] as const;
 
 /** The event type from `event:`, else from the data's "type" (servers that omit event lines). */
-function typeOf(event: string, data: string): string {
-  if (event) return event;
-  const at = data.indexOf('"type":"');
-  if (at === -1) return '';
-  const end = data.indexOf('"', at + 8);
-  return end === -1 ? '' : data.slice(at + 8, end);
-}
-
 class ResponsesTap implements StreamTap {
   usage: Usage | null = null;
   final = false;
@@ -47,7 +39,7 @@ class ResponsesTap implements StreamTap {
   textBytes = 0;
 
   event(event: string, data: string): void {
-    const type = typeOf(event, data);
+    const type = eventType(event, data);
     if (type.endsWith('.delta')) {
       this.textBytes += stringValueLength(data, TEXT_KEYS);
       return;
