@@ -7,11 +7,14 @@
  * the ledger invariant. Rewrites the "## Billing" section of bench/RESULTS.md.
  *
  * Settings (environment): BENCH_DURATION_MS (per round, default 3000), BENCH_ROUNDS (default 3),
- * BENCH_WARMUP_MS (default 1000), BENCH_CONNECTIONS (default "50,200").
+ * BENCH_WARMUP_MS (default 1000), BENCH_CONNECTIONS (default "50,200"), BENCH_CPU_PROF_DIR (write a
+ * V8 CPU profile of each process under test there), BENCH_VARIANTS (e.g. "0,2": no billing and
+ * PostgreSQL only; the section is rewritten only when every variant ran).
  * Internal: `tsx bench/billing.ts serve sim|gateway SIM_URL` runs one process under test.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
@@ -85,7 +88,7 @@ async function serve(what: string, simUrl: string | undefined): Promise<void> {
     }
     await store.close();
   });
-  process.stdout.write(`${JSON.stringify({ url: gw.url })}\n`);
+  process.stdout.write(`${JSON.stringify({ url: gw.url, adminUrl: gw.adminUrl })}\n`);
 }
 
 function onSignal(close: () => Promise<void>): void {
@@ -101,6 +104,46 @@ interface Load {
   p50: number;
   p99: number;
   errors: number;
+  /** CPU per request: the gateway process's, and PostgreSQL's (every server process), in µs. */
+  gatewayCpuUs?: number;
+  dbCpuUs?: number;
+  /** Group commits in the round: how many requests one wrote, and how long one took (mean ms). */
+  batch?: number;
+  commitMs?: number;
+}
+
+/** The gateway's counters that explain a round: its CPU and its group commits. */
+async function gatewayCounters(adminUrl: string): Promise<Record<string, number>> {
+  const text = await (await fetch(`${adminUrl}/metrics`)).text();
+  const out: Record<string, number> = {};
+  for (const name of ['process_cpu_seconds_total', 'tollgate_billing_commit_seconds_sum', 'tollgate_billing_commit_seconds_count', 'tollgate_billing_captures_total']) {
+    const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
+    out[name] = m ? Number(m[1]) : 0;
+  }
+  return out;
+}
+
+/** CPU seconds used so far by every PostgreSQL server process on this machine (0 where /proc cannot tell). */
+function postgresCpuSeconds(): number {
+  let ticks = 0;
+  let pids: string[] = [];
+  try {
+    pids = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
+  } catch {
+    return 0;
+  }
+  for (const pid of pids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const close = stat.lastIndexOf(')');
+      if (!stat.slice(stat.indexOf('(') + 1, close).startsWith('postgres')) continue;
+      const f = stat.slice(close + 2).split(' ');
+      ticks += Number(f[11]) + Number(f[12]);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return ticks / 100;
 }
 
 /** Closed loop: `connections` workers on a keep-alive pool, each sending its next request when the last answer is read to the end. */
@@ -134,9 +177,10 @@ async function load(url: string, body: string, connections: number, warmupMs: nu
   return { rps: lat.length / (durationMs / 1000), p50: at(50), p99: at(99), errors };
 }
 
-function child(args: string[], env: Record<string, string>): Promise<{ proc: ChildProcess; url: string; lines: Record<string, unknown>[] }> {
+function child(args: string[], env: Record<string, string>): Promise<{ proc: ChildProcess; url: string; adminUrl: string; lines: Record<string, unknown>[] }> {
   return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, ['--import', 'tsx', 'bench/billing.ts', 'serve', ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } });
+    const prof = process.env.BENCH_CPU_PROF_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF_DIR}`] : [];
+    const proc = spawn(process.execPath, [...prof, '--import', 'tsx', 'bench/billing.ts', 'serve', ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } });
     const lines: Record<string, unknown>[] = [];
     let buf = '';
     proc.stdout!.on('data', (d: Buffer) => {
@@ -146,7 +190,7 @@ function child(args: string[], env: Record<string, string>): Promise<{ proc: Chi
         const line = JSON.parse(buf.slice(0, nl)) as Record<string, unknown>;
         buf = buf.slice(nl + 1);
         lines.push(line);
-        if (typeof line.url === 'string') resolve({ proc, url: line.url, lines });
+        if (typeof line.url === 'string') resolve({ proc, url: line.url, adminUrl: String(line.adminUrl), lines });
       }
     });
     proc.once('exit', (code) => {
@@ -161,15 +205,35 @@ async function stop(c: { proc: ChildProcess }): Promise<void> {
   await exited;
 }
 
+/** Runs one round and adds what the gateway and PostgreSQL spent on it (warm-up included, so per request it is a slight overestimate). */
+async function measured(gw: { adminUrl: string }, round: () => Promise<Load>): Promise<Load> {
+  const before = await gatewayCounters(gw.adminUrl);
+  const db0 = postgresCpuSeconds();
+  const t0 = performance.now();
+  const r = await round();
+  const seconds = (performance.now() - t0) / 1000;
+  const after = await gatewayCounters(gw.adminUrl);
+  const d = (name: string) => after[name]! - before[name]!;
+  const requests = r.rps * seconds;
+  const commits = d('tollgate_billing_commit_seconds_count');
+  return {
+    ...r,
+    gatewayCpuUs: (d('process_cpu_seconds_total') * 1e6) / requests,
+    dbCpuUs: ((postgresCpuSeconds() - db0) * 1e6) / requests,
+    ...(commits > 0 ? { batch: d('tollgate_billing_captures_total') / commits, commitMs: (d('tollgate_billing_commit_seconds_sum') * 1000) / commits } : {}),
+  };
+}
+
 async function main(): Promise<void> {
   const connectionsList = (process.env.BENCH_CONNECTIONS ?? '50,200').split(',').map(Number);
   const warmupMs = num('BENCH_WARMUP_MS', 1000);
   const durationMs = num('BENCH_DURATION_MS', 3000);
+  const only = process.env.BENCH_VARIANTS?.split(',');
   const variants: { name: string; env: Record<string, string> }[] = [
     { name: 'no billing', env: { BENCH_BILLING: 'none' } },
     { name: 'metered, PGlite', env: { BENCH_BILLING: 'metered', BENCH_STORE: 'pglite' } },
     ...(process.env.DATABASE_URL ? [{ name: 'metered, PostgreSQL', env: { BENCH_BILLING: 'metered', BENCH_STORE: 'postgres' } }] : []),
-  ];
+  ].filter((v, i) => !only || only.includes(String(i)));
   const rounds = num('BENCH_ROUNDS', 3);
   const load1 = loadavg()[0]!;
   const sim = await child(['sim'], {});
@@ -183,8 +247,12 @@ async function main(): Promise<void> {
       const runs = new Map<string, Load[]>();
       for (let round = 0; round < rounds; round++) {
         for (const v of variants) {
-          const r = await load(gateways.get(v.name)!.url, chatBody(mode === 'stream'), connections, round === 0 ? warmupMs : 200, durationMs);
-          process.stderr.write(`round ${round + 1} ${v.name} ${mode} x${connections}: ${r.rps.toFixed(0)} req/s p50 ${r.p50.toFixed(2)} ms p99 ${r.p99.toFixed(2)} ms errors ${r.errors}\n`);
+          const gw = gateways.get(v.name)!;
+          const r = await measured(gw, () => load(gw.url, chatBody(mode === 'stream'), connections, round === 0 ? warmupMs : 200, durationMs));
+          process.stderr.write(
+            `round ${round + 1} ${v.name} ${mode} x${connections}: ${r.rps.toFixed(0)} req/s p50 ${r.p50.toFixed(2)} ms p99 ${r.p99.toFixed(2)} ms errors ${r.errors}` +
+              ` gateway cpu ${r.gatewayCpuUs?.toFixed(0)} µs/req db cpu ${r.dbCpuUs?.toFixed(0)} µs/req batch ${r.batch?.toFixed(1)} commit ${r.commitMs?.toFixed(2)} ms\n`,
+          );
           runs.set(v.name, [...(runs.get(v.name) ?? []), r]);
         }
       }
@@ -202,7 +270,7 @@ async function main(): Promise<void> {
     }
     await stop(sim);
   }
-  writeSection(SECTION, render(rows, warmupMs, durationMs, rounds, load1));
+  if (!only) writeSection(SECTION, render(rows, warmupMs, durationMs, rounds, load1));
 }
 
 interface Row {

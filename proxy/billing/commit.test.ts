@@ -28,30 +28,40 @@ const item = (credits: bigint, leaseId: string | undefined, keyHash = 'k1'): Cap
 
 for (const c of storeCases()) {
   describe(`group commit on ${c.name}`, () => {
-    it('settles captures against the lease in order, charges any excess to the balance, and writes a record for every request', async () => {
+    it('writes one capture per lease for the sum of its requests, settles the lease with it, charges any excess to the balance, and writes a record for every request', async () => {
       const store = await c.open();
       try {
         await store.tx((q) => credit(q, { account: 'a', operationId: 'g', amount: 1000n }));
         await store.tx((q) => hold(q, { account: 'a', holdId: 'L', amount: 100n, expiresAt: later(), purpose: 'lease', owner: 'me' }));
         const batch = [item(60n, 'L'), item(0n, 'L'), item(70n, 'L', 'k2'), item(30n, 'L')];
         const out = await writeCaptures(store, batch);
-        expect(out.applied.size).toBe(4);
+        expect(out.applied).toBe(4);
         expect(out.lostLeases.size).toBe(0);
-        // 60 + 40 of the lease's 100 settled; 30 + 30 charged beyond it.
+        // 160 charged: the lease's 100 settled, 60 charged beyond it.
         expect(await accountState(store, 'a')).toEqual({ balance: 840n, held: 0n });
-        const rows = await store.query<{ delta_held: unknown }>("SELECT delta_held FROM ledger WHERE kind = 'capture' ORDER BY id");
-        expect(rows.rows.map((r) => BigInt(r.delta_held as string))).toEqual([-60n, -40n, 0n]);
+        const rows = await store.query<{ delta_balance: unknown; delta_held: unknown; hold_id: string; meta: { requests: number } }>(
+          "SELECT delta_balance, delta_held, hold_id, meta FROM ledger WHERE kind = 'capture' ORDER BY id",
+        );
+        expect(rows.rows.map((r) => [BigInt(r.delta_balance as string), BigInt(r.delta_held as string), r.hold_id, r.meta.requests])).toEqual([[-160n, -100n, 'L', 3]]);
         expect(await keySpent(store, 'k1')).toBe(90n);
         expect(await keySpent(store, 'k2')).toBe(70n);
         const recs = await store.query('SELECT 1 FROM usage_records');
         expect(recs.rows).toHaveLength(4);
         expect(await verifyLedger(store)).toEqual([]);
 
+        // Replayed (a retried commit that had landed), alone or with a new request: only the new one counts.
+        const again = await writeCaptures(store, [...batch, item(7n, undefined)]);
+        expect(again.applied).toBe(1);
+        expect(await accountState(store, 'a')).toEqual({ balance: 833n, held: 0n });
+        expect((await store.query('SELECT 1 FROM usage_records')).rows).toHaveLength(5);
+        expect(await keySpent(store, 'k1')).toBe(97n);
+        expect(await verifyLedger(store)).toEqual([]);
+
         // The sweeper took the lease: later captures charge the balance and report it lost.
         await store.tx((q) => release(q, { holdId: 'L' }));
         const late = await writeCaptures(store, [item(5n, 'L')]);
         expect([...late.lostLeases]).toEqual(['L']);
-        expect(await accountState(store, 'a')).toEqual({ balance: 835n, held: 0n });
+        expect(await accountState(store, 'a')).toEqual({ balance: 828n, held: 0n });
         expect(await verifyLedger(store)).toEqual([]);
       } finally {
         await disposeStore(store);

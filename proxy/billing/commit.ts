@@ -30,54 +30,46 @@ export interface CaptureItem {
 }
 
 /**
- * Writes many requests' captures and usage records with ONE statement whatever the batch size:
- * the billing_commit() function of migration 006 (atomic on its own, so no BEGIN/COMMIT round
- * trips; the batch goes as two JSON parameters, since PGlite pays per statement and per bound
- * parameter). A capture settles against its lease at most what the lease has left; any excess
- * is charged to the balance alone (actual cost may exceed the hold). A replayed operation id
- * changes nothing. A lease already released (swept) settles nothing and is reported back as
- * lost. Returns the operation ids applied now.
+ * Writes many requests' usage records and their charges with ONE statement whatever the batch
+ * size: the billing_commit() function of migration 007 (atomic on its own, so no BEGIN/COMMIT
+ * round trips; the batch goes as one JSON parameter, since PGlite pays per statement and per
+ * bound parameter). Each lease gets one capture row for the sum of its requests' charges; it
+ * settles at most what the lease has left, and any excess is charged to the balance alone
+ * (actual cost may exceed the hold). A replayed operation id changes nothing: its usage record
+ * exists, so its charge is not counted again. A lease already released (swept) settles nothing
+ * and is reported back as lost. Returns how many requests were applied now.
  */
-export async function writeCaptures(q: Queryable, items: CaptureItem[]): Promise<{ applied: Set<string>; lostLeases: Set<string> }> {
-  const applied = new Set<string>();
-  const lostLeases = new Set<string>();
-  if (items.length === 0) return { applied, lostLeases };
-  const captures = items
-    .filter((i) => i.record.credits > 0n)
-    .map((i, ord) => ({
-      ord,
-      account: i.record.account,
-      op: i.operationId,
-      credits: i.record.credits.toString(),
-      hold: i.leaseId ?? null,
-      key_hash: i.record.keyHash,
-    }));
+export async function writeCaptures(q: Queryable, items: CaptureItem[]): Promise<{ applied: number; lostLeases: Set<string> }> {
+  if (items.length === 0) return { applied: 0, lostLeases: new Set() };
+  // Keys as billing_commit() names them (short: the batch is parsed on every commit).
   const records = items.map((i) => {
     const r = i.record;
+    const u = r.usage;
     return {
-      operation_id: i.operationId,
-      request_id: r.requestId,
-      key_name: r.keyName,
-      key_hash: r.keyHash,
-      account: r.account,
-      group_name: r.group,
-      model: r.model,
-      upstream_model: r.upstreamModel,
-      protocol: r.protocol,
-      input_tokens: r.usage.inputTokens,
-      cached_input_tokens: r.usage.cachedInputTokens,
-      cache_write_tokens: r.usage.cacheWriteTokens,
-      output_tokens: r.usage.outputTokens,
-      reasoning_tokens: r.usage.reasoningTokens,
-      credits: r.credits.toString(),
-      usage_source: r.usageSource,
-      status: r.status,
-      http_status: r.httpStatus,
-      latency_ms: Math.round(r.latencyMs),
-      ttft_ms: r.ttftMs === undefined ? null : Math.round(r.ttftMs),
+      o: i.operationId,
+      l: i.leaseId ?? null,
+      r: r.requestId,
+      kn: r.keyName,
+      kh: r.keyHash,
+      a: r.account,
+      g: r.group,
+      m: r.model,
+      um: r.upstreamModel,
+      p: r.protocol,
+      it: u.inputTokens,
+      ct: u.cachedInputTokens,
+      wt: u.cacheWriteTokens,
+      ot: u.outputTokens,
+      rt: u.reasoningTokens,
+      c: r.credits.toString(),
+      us: r.usageSource,
+      s: r.status,
+      hs: r.httpStatus,
+      ms: Math.round(r.latencyMs),
+      tt: r.ttftMs === undefined ? null : Math.round(r.ttftMs),
     };
   });
-  const r = await q.query<{ outcome: string; ref: string }>('SELECT outcome, ref FROM billing_commit($1::json, $2::json)', [JSON.stringify(captures), JSON.stringify(records)]);
-  for (const row of r.rows) (row.outcome === 'lost' ? lostLeases : applied).add(row.ref);
-  return { applied, lostLeases };
+  const r = await q.query<{ applied: number; lost: string[] | null }>('SELECT applied, lost FROM billing_commit($1::json)', [JSON.stringify(records)]);
+  const row = r.rows[0];
+  return { applied: Number(row?.applied ?? 0), lostLeases: new Set(row?.lost ?? []) };
 }

@@ -67,6 +67,8 @@ const big = (v: unknown): bigint => (v === null || v === undefined ? 0n : BigInt
 
 export class BillingEngine implements Billing {
   readonly replica = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+  private readonly opPrefix = `${randomBytes(9).toString('base64url')}.`;
+  private opCount = 0;
   private readonly accounts = new Map<string, AccountLease>();
   private readonly keys = new Map<string, KeySpendState>();
   private queue: Queued[] = [];
@@ -122,7 +124,8 @@ export class BillingEngine implements Billing {
     acct.lastUsed = Date.now();
     this.inflight++;
     if (key) key.reserved += amount;
-    const operationId = `chat:${randomBytes(12).toString('hex')}`;
+    // Unique without a random draw per request: this replica's random id and a counter.
+    const operationId = `chat:${this.opPrefix}${(++this.opCount).toString(36)}`;
     let settled: Promise<void> | undefined;
     return {
       heldMicro: amount,

@@ -154,8 +154,6 @@ for (const sc of storeCases()) {
       const after = await settledBooks();
       expect(after.balance).toBe(before.balance);
       expect(after.held).toBe(0n);
-      const rows = await s.store.query("SELECT 1 FROM ledger l JOIN usage_records u ON u.operation_id = l.operation_id WHERE l.kind = 'capture' AND u.request_id = $1", [id]);
-      expect(rows.rows).toHaveLength(0);
     });
 
     it('an upstream error in the middle of a stream charges what the upstream reported (input) plus an estimate of what was delivered', async () => {
@@ -223,9 +221,9 @@ for (const sc of storeCases()) {
         },
       };
       const first = await s.store.tx((q) => writeCaptures(q, [item]));
-      expect(first.applied.has(item.operationId)).toBe(true);
+      expect(first.applied).toBe(1);
       const again = await s.store.tx((q) => writeCaptures(q, [item, item]));
-      expect(again.applied.size).toBe(0);
+      expect(again.applied).toBe(0);
       const after = await books(s.store, 'acct');
       expect(after.balance).toBe(before.balance - 20n);
       const recs = await s.store.query('SELECT 1 FROM usage_records WHERE request_id = $1', [item.record.requestId]);
@@ -246,6 +244,7 @@ for (const sc of storeCases()) {
         estimatedInputTokens: 10,
         maxOutputTokens: 100,
       };
+      const before = await books(s.store, 'acct');
       const charge = await engine.holdChat(quote);
       expect(charge.heldMicro).toBe(210n);
       const outcome = { usage: { inputTokens: 10, cachedInputTokens: 0, cacheWriteTokens: 0, outputTokens: 300, reasoningTokens: 250 }, usageSource: 'reported' as const, status: 'ok' as const, httpStatus: 200, upstreamModel: 'gpt-sim', latencyMs: 1 };
@@ -255,8 +254,9 @@ for (const sc of storeCases()) {
       // More than the hold (reasoning): charged in full.
       expect(BigInt(rec.credits as string)).toBe(610n);
       expect(Number(rec.reasoning_tokens)).toBe(250);
-      const caps = await s.store.query("SELECT 1 FROM ledger l JOIN usage_records u ON u.operation_id = l.operation_id WHERE l.kind = 'capture' AND u.request_id = $1", [quote.requestId]);
-      expect(caps.rows).toHaveLength(1);
+      const recs = await s.store.query('SELECT 1 FROM usage_records WHERE request_id = $1', [quote.requestId]);
+      expect(recs.rows).toHaveLength(1);
+      expect((await books(s.store, 'acct')).balance).toBe(before.balance - 610n);
     });
   });
 }
