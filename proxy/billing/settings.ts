@@ -40,5 +40,11 @@ export function billingSettings(env: NodeJS.ProcessEnv = process.env, overrides:
   if (lease !== undefined) s.leaseMs = lease;
   if (idle !== undefined) s.idleMs = idle;
   if (sweep !== undefined) s.sweepIntervalMs = sweep;
+  const linger = env.TOLLGATE_BILLING_COMMIT_LINGER_MS;
+  if (linger !== undefined && linger !== '') {
+    const n = Number(linger);
+    if (!Number.isFinite(n) || n < 0) throw new Error(`TOLLGATE_BILLING_COMMIT_LINGER_MS must be a number of milliseconds (0 or more), got "${linger}"`);
+    s.commitLingerMs = n;
+  }
   return { ...s, ...overrides };
 }

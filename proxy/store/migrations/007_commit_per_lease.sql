@@ -6,11 +6,9 @@
 -- Statements end mid-line inside the body: migrations split on ';' at line ends.
 DROP FUNCTION IF EXISTS billing_commit(JSON, JSON);
 
-CREATE OR REPLACE FUNCTION billing_commit(records JSON) RETURNS TABLE (applied INT, lost TEXT[]) LANGUAGE plpgsql AS $fn$
+CREATE OR REPLACE FUNCTION billing_commit(records JSON) RETURNS TABLE (applied INT, lost TEXT[]) LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $fn$
 BEGIN
-  -- Leases first, in hold id order: every ledger writer locks a hold before its account. The
-  -- next statement takes a fresh snapshot, so it reads what the lease has left now.
-  PERFORM 1 FROM holds WHERE hold_id IN (SELECT DISTINCT e->>'l' FROM json_array_elements(records) e) ORDER BY hold_id FOR UPDATE; RETURN QUERY
+  RETURN QUERY
   WITH v AS (
       -- Short keys: the batch is parsed as JSON on every commit, and the names were most of it.
       SELECT o AS operation_id, l AS lease, r AS request_id, kn AS key_name, kh AS key_hash, a AS account, g AS group_name,
@@ -19,6 +17,10 @@ BEGIN
              hs AS http_status, ms AS latency_ms, tt AS ttft_ms
         FROM json_to_recordset(records) AS x(o TEXT, l TEXT, r TEXT, kn TEXT, kh TEXT, a TEXT, g TEXT, m TEXT, um TEXT, p TEXT,
              it BIGINT, ct BIGINT, wt BIGINT, ot BIGINT, rt BIGINT, c BIGINT, us TEXT, s TEXT, hs INT, ms INT, tt INT)
+    ), lk AS (
+      -- Leases first, in hold id order: every ledger writer locks a hold before its account. A
+      -- lease locked by another commit is read as that commit left it.
+      SELECT hold_id, remaining FROM holds WHERE hold_id IN (SELECT lease FROM v) ORDER BY hold_id FOR UPDATE
     ), rec AS (
       -- A replayed operation id (a retried commit that did land) is skipped, and so is its charge.
       INSERT INTO usage_records (operation_id, request_id, key_name, key_hash, account, group_name, model, upstream_model, protocol,
@@ -38,7 +40,7 @@ BEGIN
       -- alone (actual cost may exceed the hold). A lease already released settles nothing (and
       -- LEAST ignores NULLs, hence the CASE).
       SELECT per.*, CASE WHEN h.hold_id IS NULL THEN 0 ELSE LEAST(per.credits, h.remaining) END AS settles, (per.lease IS NOT NULL AND h.hold_id IS NULL) AS gone
-        FROM per LEFT JOIN holds h ON h.hold_id = per.lease
+        FROM per LEFT JOIN lk h ON h.hold_id = per.lease
     ), ins AS (
       -- Named after a request of this commit: an operation id is inserted once, so this one is new.
       INSERT INTO ledger (account, operation_id, kind, delta_balance, delta_held, hold_id, meta)
