@@ -8,7 +8,8 @@
  *
  * Settings (environment): BENCH_DURATION_MS (per round, default 3000), BENCH_ROUNDS (default 3),
  * BENCH_WARMUP_MS (default 1000), BENCH_CONNECTIONS (default "50,200"), BENCH_CPU_PROF_DIR (write a
- * V8 CPU profile of each process under test there), BENCH_VARIANTS (e.g. "0,2": no billing and
+ * V8 CPU profile of each process under test there), BENCH_SLOW (the scenario with a slow upstream,
+ * "connections:ms", default "400:40"; "0" leaves it out), BENCH_VARIANTS (e.g. "0,2": no billing and
  * PostgreSQL only; the section is rewritten only when every variant ran).
  * Internal: `tsx bench/billing.ts serve sim|gateway SIM_URL` runs one process under test.
  */
@@ -38,14 +39,14 @@ const KEY = 'sk-service-bench-billing';
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const SECTION = '## Billing';
 
-/** A small realistic chat request (about 1 KB). */
-function chatBody(stream: boolean): string {
+/** A small realistic chat request (about 1 KB); upstreamMs delays the simulator's first byte. */
+function chatBody(stream: boolean, upstreamMs: number): string {
   return JSON.stringify({
     model: 'sim-gpt',
     stream,
     messages: [
       { role: 'system', content: 'You are a helpful assistant that answers briefly and precisely. '.repeat(8) },
-      { role: 'user', content: 'How is usage counted?' },
+      { role: 'user', content: `${upstreamMs > 0 ? `[sim:slow=${upstreamMs}] ` : ''}How is usage counted?` },
     ],
   });
 }
@@ -124,14 +125,14 @@ async function gatewayCounters(adminUrl: string): Promise<Record<string, number>
   return out;
 }
 
-/** CPU seconds used so far by every PostgreSQL server process on this machine (0 where /proc cannot tell). */
-function postgresCpuSeconds(): number {
-  let ticks = 0;
+/** CPU ticks used so far by each PostgreSQL server process on this machine, by pid (empty where /proc cannot tell). */
+function postgresTicks(): Map<string, number> {
+  const out = new Map<string, number>();
   let pids: string[] = [];
   try {
     pids = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
   } catch {
-    return 0;
+    return out;
   }
   for (const pid of pids) {
     try {
@@ -139,11 +140,21 @@ function postgresCpuSeconds(): number {
       const close = stat.lastIndexOf(')');
       if (!stat.slice(stat.indexOf('(') + 1, close).startsWith('postgres')) continue;
       const f = stat.slice(close + 2).split(' ');
-      ticks += Number(f[11]) + Number(f[12]);
+      out.set(pid, Number(f[11]) + Number(f[12]));
     } catch {
       // gone meanwhile
     }
   }
+  return out;
+}
+
+/**
+ * PostgreSQL CPU seconds since `before`: per process, so one that exits meanwhile (an autovacuum
+ * worker) does not take its whole life's CPU off the sum; its share of the interval is not counted.
+ */
+function postgresCpuSince(before: Map<string, number>): number {
+  let ticks = 0;
+  for (const [pid, t] of postgresTicks()) ticks += t - (before.get(pid) ?? 0);
   return ticks / 100;
 }
 
@@ -253,12 +264,12 @@ async function commitAlone(): Promise<CommitCost[]> {
         const requests = 10_000;
         for (let i = 0; i < 5; i++) await writeCaptures(store, Array.from({ length: batch }, item));
         const cpu = process.cpuUsage();
-        const db = postgresCpuSeconds();
+        const db = postgresTicks();
         const t0 = performance.now();
         for (let done = 0; done < requests; done += batch) await writeCaptures(store, Array.from({ length: batch }, item));
         const wall = performance.now() - t0;
         const used = process.cpuUsage(cpu);
-        out.push({ store: name, batch, wallUs: (wall * 1000) / requests, nodeUs: (used.user + used.system) / requests, dbUs: name === 'PGlite' ? 0 : ((postgresCpuSeconds() - db) * 1e6) / requests });
+        out.push({ store: name, batch, wallUs: (wall * 1000) / requests, nodeUs: (used.user + used.system) / requests, dbUs: name === 'PGlite' ? 0 : (postgresCpuSince(db) * 1e6) / requests });
         process.stderr.write(`commit alone ${name} batch ${batch}: ${JSON.stringify(out.at(-1))}\n`);
       }
     } finally {
@@ -275,7 +286,7 @@ async function commitAlone(): Promise<CommitCost[]> {
 /** Runs one round and adds what the gateway and PostgreSQL spent on it (warm-up included, so per request it is a slight overestimate). */
 async function measured(gw: { adminUrl: string }, round: () => Promise<Load>): Promise<Load> {
   const before = await gatewayCounters(gw.adminUrl);
-  const db0 = postgresCpuSeconds();
+  const db0 = postgresTicks();
   const t0 = performance.now();
   const r = await round();
   const seconds = (performance.now() - t0) / 1000;
@@ -286,7 +297,7 @@ async function measured(gw: { adminUrl: string }, round: () => Promise<Load>): P
   return {
     ...r,
     gatewayCpuUs: (d('process_cpu_seconds_total') * 1e6) / requests,
-    dbCpuUs: ((postgresCpuSeconds() - db0) * 1e6) / requests,
+    dbCpuUs: (postgresCpuSince(db0) * 1e6) / requests,
     ...(commits > 0 ? { batch: d('tollgate_billing_captures_total') / commits, commitMs: (d('tollgate_billing_commit_seconds_sum') * 1000) / commits } : {}),
   };
 }
@@ -311,14 +322,21 @@ async function main(): Promise<void> {
     for (const v of variants) gateways.set(v.name, await child(['gateway', sim.url], v.env));
     // Other work shares this machine: variants take turns in short rounds, and each reports its
     // median round, so a burst of someone else's load does not land on one variant only.
-    for (const connections of connectionsList) for (const mode of ['json', 'stream'] as const) {
+    // Then one closer to real traffic: an upstream that takes a while to answer, with many
+    // requests in flight (BENCH_SLOW="connections:ms", default 400 connections, 40 ms).
+    const [slowConnections, slowMs] = (process.env.BENCH_SLOW ?? '400:40').split(':').map(Number);
+    const scenarios = [
+      ...connectionsList.flatMap((connections) => (['json', 'stream'] as const).map((mode) => ({ mode, connections, upstreamMs: 0 }))),
+      ...(slowConnections ? [{ mode: 'stream' as const, connections: slowConnections, upstreamMs: slowMs ?? 40 }] : []),
+    ];
+    for (const { mode, connections, upstreamMs } of scenarios) {
       const runs = new Map<string, Load[]>();
       for (let round = 0; round < rounds; round++) {
         for (const v of variants) {
           const gw = gateways.get(v.name)!;
-          const r = await measured(gw, () => load(gw.url, chatBody(mode === 'stream'), connections, round === 0 ? warmupMs : 200, durationMs));
+          const r = await measured(gw, () => load(gw.url, chatBody(mode === 'stream', upstreamMs), connections, round === 0 ? warmupMs : 200, durationMs));
           process.stderr.write(
-            `round ${round + 1} ${v.name} ${mode} x${connections}: ${r.rps.toFixed(0)} req/s p50 ${r.p50.toFixed(2)} ms p99 ${r.p99.toFixed(2)} ms errors ${r.errors}` +
+            `round ${round + 1} ${v.name} ${mode} x${connections} upstream ${upstreamMs} ms: ${r.rps.toFixed(0)} req/s p50 ${r.p50.toFixed(2)} ms p99 ${r.p99.toFixed(2)} ms errors ${r.errors}` +
               ` gateway cpu ${r.gatewayCpuUs?.toFixed(0)} µs/req db cpu ${r.dbCpuUs?.toFixed(0)} µs/req batch ${r.batch?.toFixed(1)} commit ${r.commitMs?.toFixed(2)} ms\n`,
           );
           runs.set(v.name, [...(runs.get(v.name) ?? []), r]);
@@ -327,7 +345,7 @@ async function main(): Promise<void> {
       for (const v of variants) {
         const sorted = [...runs.get(v.name)!].sort((a, b) => a.rps - b.rps);
         const median = sorted[Math.floor(sorted.length / 2)]!;
-        rows.push({ variant: v.name, mode, connections, r: { ...median, errors: sorted.reduce((n, x) => n + x.errors, 0) } });
+        rows.push({ variant: v.name, mode, connections, upstreamMs, r: { ...median, errors: sorted.reduce((n, x) => n + x.errors, 0) } });
       }
     }
   } finally {
@@ -345,12 +363,13 @@ interface Row {
   variant: string;
   mode: string;
   connections: number;
+  upstreamMs: number;
   r: Load;
   books?: Record<string, unknown>;
 }
 
 function render(rows: Row[], commits: CommitCost[], warmupMs: number, durationMs: number, rounds: number, load1: number): string {
-  const base = (x: Row) => rows.find((y) => y.variant === 'no billing' && y.mode === x.mode && y.connections === x.connections)!.r.rps;
+  const base = (x: Row) => rows.find((y) => y.variant === 'no billing' && y.mode === x.mode && y.connections === x.connections && y.upstreamMs === x.upstreamMs)!.r.rps;
   const lines = [
     SECTION,
     '',
@@ -358,8 +377,8 @@ function render(rows: Row[], commits: CommitCost[], warmupMs: number, durationMs
     `One gateway process per variant (every feature of \`tollgate serve\`), the simulator and the load generator (undici Pool, keep-alive connections, closed loop: each connection sends its next request when the last answer has ended) run as separate processes. The variants take turns: ${rounds} rounds of ${durationMs / 1000} s each (${warmupMs / 1000} s of warm-up first); the table shows each variant's median round (errors: all rounds). One key, one paying account: the worst case for contention.`,
     'Request: POST /v1/chat/completions, about 1 KB, a 12-word answer.',
     '',
-    '| billing | mode | conns | req/s | vs no billing | p50 / p99 ms | gateway CPU µs/req | PostgreSQL CPU µs/req | requests per commit | commit ms | errors | books after shutdown |',
-    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|',
+    '| billing | mode | conns | upstream first byte | req/s | vs no billing | p50 / p99 ms | gateway CPU µs/req | PostgreSQL CPU µs/req | requests per commit | commit ms | errors | books after shutdown |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|',
   ];
   for (const x of rows) {
     const cost = x.variant === 'no billing' ? '' : `${(((base(x) - x.r.rps) / base(x)) * 100).toFixed(0)}% fewer`;
@@ -368,7 +387,7 @@ function render(rows: Row[], commits: CommitCost[], warmupMs: number, durationMs
     const fixed = (v: number | undefined, digits: number) => (v === undefined ? '—' : v.toFixed(digits));
     const db = x.variant.includes('PostgreSQL') ? fixed(x.r.dbCpuUs, 0) : '—';
     lines.push(
-      `| ${x.variant} | ${x.mode} | ${x.connections} | ${x.r.rps.toFixed(0)} | ${cost || '—'} | ${x.r.p50.toFixed(2)} / ${x.r.p99.toFixed(2)} | ${fixed(x.r.gatewayCpuUs, 0)} | ${db} | ${fixed(x.r.batch, 1)} | ${fixed(x.r.commitMs, 2)} | ${x.r.errors} | ${books} |`,
+      `| ${x.variant} | ${x.mode} | ${x.connections} | ${x.upstreamMs ? `${x.upstreamMs} ms` : 'at once'} | ${x.r.rps.toFixed(0)} | ${cost || '—'} | ${x.r.p50.toFixed(2)} / ${x.r.p99.toFixed(2)} | ${fixed(x.r.gatewayCpuUs, 0)} | ${db} | ${fixed(x.r.batch, 1)} | ${fixed(x.r.commitMs, 2)} | ${x.r.errors} | ${books} |`,
     );
   }
   const costs = rows.filter((x) => x.variant !== 'no billing').map((x) => ((base(x) - x.r.rps) / base(x)) * 100);
@@ -376,7 +395,7 @@ function render(rows: Row[], commits: CommitCost[], warmupMs: number, durationMs
     '',
     `Goal (issue 4): billing costs under 25% of throughput. Measured: ${Math.min(...costs).toFixed(0)}% to ${Math.max(...costs).toFixed(0)}% fewer requests per second${Math.max(...costs) < 25 ? ' — met' : ' — not met on this machine'}.`,
     '',
-    'What the metered path does: no store round trip while a lease covers the request (admission is an in-memory check against a lease taken in one transaction); every request that settled while the previous commit ran goes into the next group commit, one statement (a PL/pgSQL function, migration 007) that writes each request\'s usage record and one capture row per lease for their sum; the response\'s last bytes wait for that commit. Every metered run ends with exact books (last column), so the batching does not weaken the invariant. CPU per request is measured over each round (warm-up included) from the gateway\'s `process_cpu_seconds_total` and /proc for every PostgreSQL process; the simulator and the load generator take the rest of the two cores.',
+    'What the metered path does: no store round trip while a lease covers the request (admission is an in-memory check against a lease taken in one transaction); every request that settled while the previous commit ran goes into the next group commit, one statement (a PL/pgSQL function, migration 007) that writes each request\'s usage record and one capture row per lease for their sum; the response\'s last bytes wait for that commit. Every metered run ends with exact books (last column), so the batching does not weaken the invariant. CPU per request is measured over each round (warm-up included) from the gateway\'s `process_cpu_seconds_total` and /proc for every PostgreSQL process; the simulator and the load generator take the rest of the two cores. With an upstream that answers at once and 50 connections, the closed loop is bound by latency: each metered request waits for its commit (the database shares the two cores with everything else, so a commit of under a millisecond of work takes 2-3 ms), and that wait is lost throughput. With more requests in flight (200 connections, or the slow-upstream scenario, closer to real traffic where a model takes seconds) the cores are saturated either way and billing costs only its CPU.',
     '',
     'The group commit alone (`writeCaptures` called back to back on the idle machine, 10,000 requests per batch size; µs per request: wall time, the calling process\'s CPU, PostgreSQL\'s CPU):',
     '',
