@@ -3,8 +3,9 @@
 -- (operation_id is unique), and the capture row carries the sum of the records inserted with it.
 -- Half the rows and index entries per request; the ledger invariant is unchanged (balance and
 -- held are the sums of the ledger rows; a lease's remaining is its rows' sum).
+-- The two-argument billing_commit() of migration 006 stays: during a rolling upgrade, replicas of
+-- the previous version still call it, and both keep the invariant.
 -- Statements end mid-line inside the body: migrations split on ';' at line ends.
-DROP FUNCTION IF EXISTS billing_commit(JSON, JSON);
 
 CREATE OR REPLACE FUNCTION billing_commit(records JSON) RETURNS TABLE (applied INT, lost TEXT[]) LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $fn$
 BEGIN
