@@ -22,7 +22,7 @@ export interface UsageRecord {
 
 /** A settled request waiting for its group commit. */
 export interface CaptureItem {
-  /** Unique per request (never the client-chosen request id): the capture's and the record's operation id. */
+  /** Unique per request (never the client-chosen request id): the usage record's operation id, which makes a replayed request a no-op. */
   operationId: string;
   /** The lease the request was served from; its captures shrink it. */
   leaseId: string | undefined;
