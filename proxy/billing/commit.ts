@@ -30,6 +30,62 @@ export interface CaptureItem {
 }
 
 /**
+ * A capture as billing_commit() takes it, keys short because the batch is parsed on every commit.
+ * Plain JSON (credits as a decimal string): the billing journal stores exactly this line.
+ */
+export interface CommitRecord {
+  o: string;
+  l: string | null;
+  r: string;
+  kn: string;
+  kh: string;
+  a: string;
+  g: string;
+  m: string;
+  um: string;
+  p: string;
+  it: number;
+  ct: number;
+  wt: number;
+  ot: number;
+  rt: number;
+  c: string;
+  us: string;
+  s: string;
+  hs: number;
+  ms: number;
+  tt: number | null;
+}
+
+export function commitRecord(i: CaptureItem): CommitRecord {
+  const r = i.record;
+  const u = r.usage;
+  return {
+    o: i.operationId,
+    l: i.leaseId ?? null,
+    r: r.requestId,
+    kn: r.keyName,
+    kh: r.keyHash,
+    a: r.account,
+    g: r.group,
+    m: r.model,
+    um: r.upstreamModel,
+    p: r.protocol,
+    it: u.inputTokens,
+    ct: u.cachedInputTokens,
+    wt: u.cacheWriteTokens,
+    ot: u.outputTokens,
+    rt: u.reasoningTokens,
+    c: r.credits.toString(),
+    us: r.usageSource,
+    s: r.status,
+    hs: r.httpStatus,
+    ms: Math.round(r.latencyMs),
+    tt: r.ttftMs === undefined ? null : Math.round(r.ttftMs),
+  };
+}
+
+/**
  * Writes many requests' usage records and their charges with ONE statement whatever the batch
  * size: the billing_commit() function of migration 007 (atomic on its own, so no BEGIN/COMMIT
  * round trips; the batch goes as one JSON parameter, since PGlite pays per statement and per
@@ -39,36 +95,12 @@ export interface CaptureItem {
  * exists, so its charge is not counted again. A lease already released (swept) settles nothing
  * and is reported back as lost. Returns how many requests were applied now.
  */
-export async function writeCaptures(q: Queryable, items: CaptureItem[]): Promise<{ applied: number; lostLeases: Set<string> }> {
-  if (items.length === 0) return { applied: 0, lostLeases: new Set() };
-  // Keys as billing_commit() names them (short: the batch is parsed on every commit).
-  const records = items.map((i) => {
-    const r = i.record;
-    const u = r.usage;
-    return {
-      o: i.operationId,
-      l: i.leaseId ?? null,
-      r: r.requestId,
-      kn: r.keyName,
-      kh: r.keyHash,
-      a: r.account,
-      g: r.group,
-      m: r.model,
-      um: r.upstreamModel,
-      p: r.protocol,
-      it: u.inputTokens,
-      ct: u.cachedInputTokens,
-      wt: u.cacheWriteTokens,
-      ot: u.outputTokens,
-      rt: u.reasoningTokens,
-      c: r.credits.toString(),
-      us: r.usageSource,
-      s: r.status,
-      hs: r.httpStatus,
-      ms: Math.round(r.latencyMs),
-      tt: r.ttftMs === undefined ? null : Math.round(r.ttftMs),
-    };
-  });
+export function writeCaptures(q: Queryable, items: CaptureItem[]): Promise<{ applied: number; lostLeases: Set<string> }> {
+  return writeCommitRecords(q, items.map(commitRecord));
+}
+
+export async function writeCommitRecords(q: Queryable, records: readonly CommitRecord[]): Promise<{ applied: number; lostLeases: Set<string> }> {
+  if (records.length === 0) return { applied: 0, lostLeases: new Set() };
   const r = await q.query<{ applied: number; lost: string[] | null }>('SELECT applied, lost FROM billing_commit($1::json)', [JSON.stringify(records)]);
   const row = r.rows[0];
   return { applied: Number(row?.applied ?? 0), lostLeases: new Set(row?.lost ?? []) };

@@ -4,7 +4,8 @@ import { GatewayError } from '../server/errors.js';
 import type { Registry } from 'prom-client';
 import type { Logger } from '../server/log.js';
 import type { Queryable, Store } from '../store/index.js';
-import { writeCaptures, type CaptureItem } from './commit.js';
+import { commitRecord, writeCommitRecords, type CommitRecord } from './commit.js';
+import { BillingJournal, type JournalSegment } from './journal.js';
 import { extendHold, hold, InsufficientCreditsError, release, SpendLimitError } from './ledger.js';
 import { billingMetrics, type BillingMetrics } from './metrics.js';
 import { chatCost, chatHold } from './pricing.js';
@@ -58,7 +59,9 @@ interface KeySpendState {
 }
 
 interface Queued {
-  item: CaptureItem;
+  rec: CommitRecord;
+  /** The journal segment that already holds it durably, if the engine has a journal. */
+  seg: JournalSegment | undefined;
   resolve(): void;
   reject(err: Error): void;
 }
@@ -80,6 +83,9 @@ export class BillingEngine implements Billing {
   private inflight = 0;
 
   private readonly metrics: BillingMetrics | undefined;
+  private readonly journal: BillingJournal | undefined;
+  /** Replay of what a previous process left in the journal, then the first sweep. */
+  private readonly started: Promise<void>;
 
   constructor(
     private readonly store: Store,
@@ -95,8 +101,16 @@ export class BillingEngine implements Billing {
     };
     every(Math.max(50, Math.min(settings.leaseMs / 3, settings.idleMs / 2)), () => this.tick(), 'lease upkeep');
     every(settings.sweepIntervalMs, () => this.sweep(), 'sweeper');
-    // At start too: a restart on the same database resolves what the previous process left.
-    void this.sweep().catch((err: Error) => this.log.error('billing sweeper failed', { error: err.message }));
+    // Opened here, synchronously, so a directory another live process holds stops the start.
+    this.journal = settings.journalDir ? new BillingJournal(settings.journalDir) : undefined;
+    // At start too: a restart on the same database resolves what the previous process left,
+    // after the charges it left in the journal are in (its leases may still take them).
+    this.started = this.replayJournal()
+      .then(() => this.sweep())
+      .then(
+        () => {},
+        (err: Error) => this.log.error('billing start-up recovery failed', { error: err.message }),
+      );
   }
 
   async holdChat(quote: ChatQuote): Promise<ChatCharge> {
@@ -147,9 +161,7 @@ export class BillingEngine implements Billing {
       key.unflushed += cost;
     }
     const usage = o.usage ?? { inputTokens: 0, cachedInputTokens: 0, cacheWriteTokens: 0, outputTokens: 0, reasoningTokens: 0 };
-    acct.writing++;
-    try {
-      await this.enqueue({
+    const rec = commitRecord({
         operationId,
         leaseId,
         record: {
@@ -170,29 +182,60 @@ export class BillingEngine implements Billing {
           ...(o.ttftMs !== undefined ? { ttftMs: o.ttftMs } : {}),
         },
       });
-      if (key) {
-        key.unflushed -= cost;
-        key.stored += cost;
-        key.writes++;
-      }
-    } catch (err) {
-      // Not written (the store kept failing): nothing was charged, so the lease still has it.
+    // Not written (the journal or the store kept failing): nothing was charged, so the lease still has it.
+    const undo = () => {
       if (acct.leaseId === leaseId) acct.remaining += settles;
       if (key) key.unflushed -= cost;
-      throw err;
-    } finally {
+    };
+    acct.writing++;
+    let seg: JournalSegment | undefined;
+    try {
+      if (this.journal) seg = await this.journal.append(rec);
+    } catch (err) {
       acct.writing--;
+      undo();
+      throw err;
     }
+    const stored = this.enqueue(rec, seg)
+      .then(
+        () => {
+          if (key) {
+            key.unflushed -= cost;
+            key.stored += cost;
+            key.writes++;
+          }
+        },
+        (err: Error) => {
+          // Journaled: the next start replays it, so it is charged, only later.
+          if (seg) return;
+          undo();
+          throw err;
+        },
+      )
+      .finally(() => acct.writing--);
+    // With a journal the charge is durable already; the store write follows behind.
+    if (!seg) await stored;
+  }
+
+  /** Charges a previous process left in the journal go to the store before this one sweeps. */
+  private async replayJournal(): Promise<void> {
+    const j = this.journal;
+    if (!j || j.leftover.length === 0) return;
+    const n = await j.replayLeftover((records) => this.write(records, true));
+    this.log.info('billing journal replayed', { segments: j.leftover.length, requests: n });
   }
 
   /** Flushes pending captures and hands every lease back. New requests are refused meanwhile. */
   close(): Promise<void> {
     return (this.closing ??= (async () => {
       for (const t of this.timers) clearInterval(t);
+      await this.started;
       while (this.writers.size || this.queue.length) {
         this.kick();
         await Promise.all(this.writers);
       }
+      // What the store has is deleted from the journal; what it could not take stays for the next start.
+      await this.journal?.close();
       for (const acct of this.accounts.values()) await this.serial(acct, () => this.handBack(acct));
     })());
   }
@@ -359,9 +402,9 @@ export class BillingEngine implements Billing {
     }
   }
 
-  private enqueue(item: CaptureItem): Promise<void> {
+  private enqueue(rec: CommitRecord, seg: JournalSegment | undefined): Promise<void> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ item, resolve, reject });
+      this.queue.push({ rec, seg, resolve, reject });
       this.kick();
     });
   }
@@ -380,7 +423,14 @@ export class BillingEngine implements Billing {
     const max = this.store.kind === 'postgres' ? 2 : 1;
     if (this.writers.size >= max || this.queue.length === 0) return;
     // More requests in flight than waiting: some will settle in a moment; let them share the commit.
-    const linger = this.inflight > this.queue.length ? this.settings.commitLingerMs : 0;
+    // Behind a journal nobody waits for the store, so commits gather for longer.
+    const linger = this.journal
+      ? this.closing || this.queue.length >= this.settings.maxBatch
+        ? 0
+        : this.settings.journalFlushMs
+      : this.inflight > this.queue.length
+        ? this.settings.commitLingerMs
+        : 0;
     const w: Promise<void> = new Promise<void>((r) => (linger > 0 ? setTimeout(r, linger) : setImmediate(r)))
       .then(() => this.commitNext())
       .finally(() => {
@@ -394,27 +444,40 @@ export class BillingEngine implements Billing {
     const batch = this.queue.splice(0, this.settings.maxBatch);
     if (batch.length === 0) return;
     try {
-      await this.write(batch.map((b) => b.item));
+      await this.write(
+        batch.map((b) => b.rec),
+        batch.every((b) => b.seg),
+      );
       for (const b of batch) b.resolve();
+      if (this.journal) {
+        const per = new Map<JournalSegment, number>();
+        for (const b of batch) if (b.seg) per.set(b.seg, (per.get(b.seg) ?? 0) + 1);
+        for (const [seg, n] of per) this.journal.committed(seg, n);
+      }
     } catch (err) {
       this.log.error('billing group commit failed', { captures: batch.length, error: (err as Error).message });
       for (const b of batch) b.reject(err as Error);
     }
   }
 
-  /** A failed commit is retried with the same operation ids, so a commit that did land is not applied twice. */
-  private async write(items: CaptureItem[]): Promise<void> {
+  /**
+   * A failed commit is retried with the same operation ids, so a commit that did land is not
+   * applied twice. Records a journal holds are retried until the store takes them (short of
+   * shutdown: then they stay in the journal); the others fail their requests after four tries.
+   */
+  private async write(records: CommitRecord[], journaled: boolean): Promise<void> {
     for (let attempt = 0; ; attempt++) {
       try {
         const end = this.metrics?.commits.startTimer();
-        const { lostLeases } = await writeCaptures(this.store, items);
+        const { lostLeases } = await writeCommitRecords(this.store, records);
         end?.();
-        this.metrics?.captures.inc(items.length);
+        this.metrics?.captures.inc(records.length);
         if (lostLeases.size) this.log.warn('captures written after their lease was released', { leases: lostLeases.size });
         return;
       } catch (err) {
-        if (attempt >= 3) throw err;
-        await new Promise((r) => setTimeout(r, 50 * 4 ** attempt));
+        if (attempt >= 3 && !(journaled && !this.closing)) throw err;
+        if (attempt === 3) this.log.error('billing store write failing; the journal keeps the charges meanwhile', { captures: records.length, error: (err as Error).message });
+        await new Promise((r) => setTimeout(r, Math.min(5000, 50 * 4 ** attempt)));
       }
     }
   }

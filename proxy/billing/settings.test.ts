@@ -15,6 +15,13 @@ describe('billingSettings', () => {
     }
   });
 
+  it('reads the journal directory and its flush interval; without a directory there is no journal', () => {
+    const s = billingSettings({ TOLLGATE_BILLING_JOURNAL_DIR: '/var/lib/tollgate/journal', TOLLGATE_BILLING_JOURNAL_FLUSH_MS: '100' });
+    expect([s.journalDir, s.journalFlushMs]).toEqual(['/var/lib/tollgate/journal', 100]);
+    expect(billingSettings({ TOLLGATE_BILLING_JOURNAL_DIR: '' }).journalDir).toBeUndefined();
+    expect(() => billingSettings({ TOLLGATE_BILLING_JOURNAL_FLUSH_MS: 'later' })).toThrow(/TOLLGATE_BILLING_JOURNAL_FLUSH_MS .*"later"/);
+  });
+
   it('reads lease, idle and sweep periods in seconds, and code overrides win', () => {
     const s = billingSettings({ TOLLGATE_BILLING_LEASE_SECONDS: '12', TOLLGATE_BILLING_IDLE_SECONDS: '4', TOLLGATE_BILLING_SWEEP_SECONDS: '2' }, { idleMs: 100 });
     expect([s.leaseMs, s.idleMs, s.sweepIntervalMs]).toEqual([12_000, 100, 2_000]);

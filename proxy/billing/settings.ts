@@ -20,6 +20,14 @@ export interface BillingSettings {
   refusalMemoryMs: number;
   /** How long a group commit waits for more settlements while other requests are in flight. */
   commitLingerMs: number;
+  /**
+   * Where a settled request's charge becomes durable before its last byte: a local directory
+   * (see journal.ts; one per replica, on storage that outlives the process) with the store
+   * written behind it, or undefined to commit to the store on the request's path.
+   */
+  journalDir: string | undefined;
+  /** With a journal: how long the store write waits to gather settled requests into one commit. */
+  journalFlushMs: number;
 }
 
 export const DEFAULT_BILLING_SETTINGS: BillingSettings = {
@@ -30,6 +38,8 @@ export const DEFAULT_BILLING_SETTINGS: BillingSettings = {
   maxBatch: 500,
   refusalMemoryMs: 250,
   commitLingerMs: 3,
+  journalDir: undefined,
+  journalFlushMs: 25,
 };
 
 export function billingSettings(env: NodeJS.ProcessEnv = process.env, overrides: Partial<BillingSettings> = {}): BillingSettings {
@@ -40,11 +50,18 @@ export function billingSettings(env: NodeJS.ProcessEnv = process.env, overrides:
   if (lease !== undefined) s.leaseMs = lease;
   if (idle !== undefined) s.idleMs = idle;
   if (sweep !== undefined) s.sweepIntervalMs = sweep;
-  const linger = env.TOLLGATE_BILLING_COMMIT_LINGER_MS;
-  if (linger !== undefined && linger !== '') {
-    const n = Number(linger);
-    if (!Number.isFinite(n) || n < 0) throw new Error(`TOLLGATE_BILLING_COMMIT_LINGER_MS must be a number of milliseconds (0 or more), got "${linger}"`);
-    s.commitLingerMs = n;
-  }
+  const linger = millis(env, 'TOLLGATE_BILLING_COMMIT_LINGER_MS');
+  if (linger !== undefined) s.commitLingerMs = linger;
+  const flush = millis(env, 'TOLLGATE_BILLING_JOURNAL_FLUSH_MS');
+  if (flush !== undefined) s.journalFlushMs = flush;
+  if (env.TOLLGATE_BILLING_JOURNAL_DIR) s.journalDir = env.TOLLGATE_BILLING_JOURNAL_DIR;
   return { ...s, ...overrides };
+}
+
+function millis(env: NodeJS.ProcessEnv, name: string): number | undefined {
+  const v = env[name];
+  if (v === undefined || v === '') return undefined;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n < 0) throw new Error(`${name} must be a number of milliseconds (0 or more), got "${v}"`);
+  return n;
 }

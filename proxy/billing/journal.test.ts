@@ -1,0 +1,114 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { hostname, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { CommitRecord } from './commit.js';
+import { BillingJournal, parseSegment } from './journal.js';
+
+const rec = (o: string, c = '10'): CommitRecord => ({
+  o,
+  l: 'lease-1',
+  r: `req-${o}`,
+  kn: 'key',
+  kh: 'sha256:k',
+  a: 'acct',
+  g: 'g',
+  m: 'm',
+  um: 'u',
+  p: 'messages',
+  it: 3,
+  ct: 0,
+  wt: 0,
+  ot: 4,
+  rt: 0,
+  c,
+  us: 'reported',
+  s: 'ok',
+  hs: 200,
+  ms: 5,
+  tt: null,
+});
+
+const dirs: string[] = [];
+const fresh = () => {
+  const d = mkdtempSync(join(tmpdir(), 'tollgate-journal-'));
+  dirs.push(d);
+  return d;
+};
+const segments = (dir: string) => readdirSync(dir).filter((f) => f.endsWith('.jsonl'));
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+describe('billing journal', () => {
+  it('has a record on disk when append resolves, and deletes a segment once the store has every line of it', async () => {
+    const dir = fresh();
+    const j = new BillingJournal(dir, 300); // small segments (a line is about 210 bytes): the third record goes to a new one
+    const segs = await Promise.all([j.append(rec('a')), j.append(rec('b'))]);
+    const [name] = segments(dir);
+    expect(parseSegment(readFileSync(join(dir, name!), 'utf8')).map((r) => r.o)).toEqual(['a', 'b']);
+    const third = await j.append(rec('c'));
+    expect(segments(dir)).toHaveLength(2);
+    j.committed(segs[0]!, 1);
+    expect(segments(dir)).toHaveLength(2); // one line of the first segment is not in the store yet
+    j.committed(segs[1]!, 1);
+    expect(segments(dir)).toEqual([third.name]); // sealed and fully stored: gone
+    j.committed(third, 1);
+    await j.close();
+    expect(readdirSync(dir)).toEqual([]); // the lock goes too
+  });
+
+  it('keeps at close what the store has not taken, and the next process replays it once, skipping a line torn by the crash', async () => {
+    const dir = fresh();
+    const j = new BillingJournal(dir);
+    const seg = await j.append(rec('a', '7'));
+    await j.append(rec('b', '8'));
+    j.committed(seg, 1); // only 'a' reached the store
+    await j.close();
+    const [name] = segments(dir);
+    writeFileSync(join(dir, name!), `${readFileSync(join(dir, name!), 'utf8')}{"o":"torn`);
+
+    const next = new BillingJournal(dir);
+    expect(next.leftover).toEqual([name]);
+    const replayed: CommitRecord[][] = [];
+    expect(await next.replayLeftover(async (records) => void replayed.push(records), 1)).toBe(2);
+    // Both complete lines go again: the store's operation ids make 'a' a no-op there.
+    expect(replayed.map((b) => b.map((r) => [r.o, r.c]))).toEqual([[['a', '7']], [['b', '8']]]);
+    expect(segments(dir)).toHaveLength(1); // only next's own, empty segment
+    await next.close();
+    expect(readdirSync(dir)).toEqual([]);
+  });
+
+  it('leaves a segment in place when its replay fails, for the next start', async () => {
+    const dir = fresh();
+    const j = new BillingJournal(dir);
+    await j.append(rec('a'));
+    await j.close();
+    const next = new BillingJournal(dir);
+    await expect(next.replayLeftover(() => Promise.reject(new Error('store down')))).rejects.toThrow('store down');
+    expect(segments(dir)).toContain(next.leftover[0]);
+  });
+
+  it('refuses a directory a live process on this host holds, and takes over from one that is gone', async () => {
+    const dir = fresh();
+    const other = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore' });
+    try {
+      writeFileSync(join(dir, 'LOCK'), JSON.stringify({ host: hostname(), pid: other.pid }));
+      expect(() => new BillingJournal(dir)).toThrow(`in use by process ${other.pid}`);
+    } finally {
+      const gone = new Promise((r) => other.once('exit', r));
+      other.kill('SIGKILL');
+      await gone;
+    }
+    const j = new BillingJournal(dir);
+    expect(JSON.parse(readFileSync(join(dir, 'LOCK'), 'utf8'))).toEqual({ host: hostname(), pid: process.pid });
+    await j.close();
+  });
+
+  it('refuses appends after close', async () => {
+    const j = new BillingJournal(fresh());
+    await j.close();
+    await expect(j.append(rec('a'))).rejects.toThrow('closed');
+  });
+});
