@@ -78,6 +78,8 @@ export class BillingEngine implements Billing {
   /** Group commits in flight (PostgreSQL: up to two overlap, one waiting on the other's lease lock; PGlite: one). */
   private writers = new Set<Promise<void>>();
   private readonly timers: NodeJS.Timeout[] = [];
+  /** Ends the linger of commits waiting to gather more (shutdown, or a full batch). */
+  private readonly lingering = new Set<() => void>();
   private closing: Promise<void> | undefined;
   /** Chat requests holding credits on this replica (admitted, not yet settled). */
   private inflight = 0;
@@ -230,6 +232,7 @@ export class BillingEngine implements Billing {
     return (this.closing ??= (async () => {
       for (const t of this.timers) clearInterval(t);
       await this.started;
+      for (const wake of this.lingering) wake();
       while (this.writers.size || this.queue.length) {
         this.kick();
         await Promise.all(this.writers);
@@ -405,6 +408,7 @@ export class BillingEngine implements Billing {
   private enqueue(rec: CommitRecord, seg: JournalSegment | undefined): Promise<void> {
     return new Promise((resolve, reject) => {
       this.queue.push({ rec, seg, resolve, reject });
+      if (this.queue.length >= this.settings.maxBatch) for (const wake of this.lingering) wake();
       this.kick();
     });
   }
@@ -431,7 +435,16 @@ export class BillingEngine implements Billing {
       : this.inflight > this.queue.length
         ? this.settings.commitLingerMs
         : 0;
-    const w: Promise<void> = new Promise<void>((r) => (linger > 0 ? setTimeout(r, linger) : setImmediate(r)))
+    const w: Promise<void> = new Promise<void>((r) => {
+      if (linger === 0) return void setImmediate(r);
+      const wake = () => {
+        clearTimeout(t);
+        this.lingering.delete(wake);
+        r();
+      };
+      const t = setTimeout(wake, linger);
+      this.lingering.add(wake);
+    })
       .then(() => this.commitNext())
       .finally(() => {
         this.writers.delete(w);
