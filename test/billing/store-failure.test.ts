@@ -1,14 +1,18 @@
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Queryable, Store } from '../../proxy/store/index.js';
 import { apiKey, chatRoute, group } from '../support/resources.js';
 import { disposeStore, storeCases } from '../support/stores.js';
-import { billingStack, books, C, type BillingStack } from './support.js';
+import { billingStack, books, C, until, type BillingStack } from './support.js';
 
 /**
  * "Charged, or not answered": when the group commit cannot be written, the client does not get
  * its answer (a 500 instead of the completion), nothing is charged, and once the store is back
- * the next request is served and charged as usual.
+ * the next request is served and charged as usual. With a billing journal the charge is durable
+ * before the store write, so the answer goes out and the store takes the charge when it is back.
  */
 const KEY = 'sk-service-billing-store-failure';
 
@@ -66,6 +70,44 @@ for (const sc of storeCases()) {
       expect(after.usageCredits).toBe(BigInt(ok.usage!.prompt_tokens + 2 * ok.usage!.completion_tokens));
       expect(after.held).toBe(0n);
       expect(after.violations).toEqual([]);
+    }, 30_000);
+  });
+
+  describe(`a store outage with a billing journal on ${sc.name}`, () => {
+    let s: BillingStack;
+    let real: Store;
+    let store: Store & { failing: boolean };
+    let dir: string;
+    beforeAll(async () => {
+      real = await sc.open();
+      store = flaky(real);
+      dir = await mkdtemp(join(tmpdir(), 'tollgate-outage-journal-'));
+      s = await billingStack({ shared: store }, (sim) => [chatRoute('m', `${sim}/v1`), group('g', ['m']), apiKey('k', KEY, 'g', { account: 'acct' })], { journalDir: dir, journalFlushMs: 5 });
+      await s.grant('acct', 10n * C, 'outage-grant');
+    });
+    afterAll(async () => {
+      await s?.dispose();
+      if (real) await disposeStore(real);
+      if (dir) await rm(dir, { recursive: true, force: true });
+    });
+
+    it('answers while group commits fail, and charges each answer once the store is back', async () => {
+      const client = new OpenAI({ baseURL: `${s.gw.url}/v1`, apiKey: KEY, maxRetries: 0 });
+      const first = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'takes the lease' }] });
+      await until(() => books(store, 'acct'), (b) => b.usageRecords === 1, 10_000, 'the first charge');
+      store.failing = true;
+      const during = await Promise.all([1, 2, 3].map((i) => client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: `during the outage ${i}` }] })));
+      expect((await books(store, 'acct')).usageRecords).toBe(1);
+      store.failing = false;
+      const after = await until(() => books(store, 'acct'), (b) => b.usageRecords === 4, 15_000, 'the journaled charges to reach the store');
+      const cost = (r: OpenAI.ChatCompletion) => BigInt(r.usage!.prompt_tokens + 2 * r.usage!.completion_tokens);
+      expect(after.usageCredits).toBe(during.reduce((n, r) => n + cost(r), cost(first)));
+      await s.close();
+      const closed = await books(store, 'acct');
+      expect(closed.balance).toBe(closed.grants - closed.usageCredits);
+      expect(closed.held).toBe(0n);
+      expect(closed.violations).toEqual([]);
+      expect(await readdir(dir)).toEqual([]);
     }, 30_000);
   });
 }

@@ -96,6 +96,26 @@ describe('charts/tollgate', () => {
     expect(byKind(docs, 'HorizontalPodAutoscaler', 'tollgate-proxy')!.spec).toMatchObject({ minReplicas: 2, maxReplicas: 10, scaleTargetRef: { name: 'tollgate-proxy' } });
   });
 
+  it('with the billing journal: the proxy gets its directory from an emptyDir volume, next to the TLS CA when both are on', async () => {
+    const { docs } = await render((v) => {
+      v.discovery.token = 't';
+      v.discovery.tls = { enabled: true, secretName: 'discovery-tls' };
+      v.proxy.billingJournal.enabled = true;
+    });
+    const pod = byKind(docs, 'Deployment', 'tollgate-proxy')!.spec.template.spec;
+    const c = pod.containers[0];
+    expect(c.env).toContainEqual({ name: 'TOLLGATE_BILLING_JOURNAL_DIR', value: '/var/lib/tollgate/billing-journal' });
+    expect(c.volumeMounts).toEqual([
+      { name: 'tls', mountPath: '/etc/tollgate/tls', readOnly: true },
+      { name: 'billing-journal', mountPath: '/var/lib/tollgate/billing-journal' },
+    ]);
+    expect(pod.volumes.map((v: { name: string }) => v.name)).toEqual(['tls', 'billing-journal']);
+    expect(pod.volumes[1].emptyDir).toEqual({ sizeLimit: '1Gi' });
+    const off = byKind((await render((v) => (v.discovery.token = 't'))).docs, 'Deployment', 'tollgate-proxy')!.spec.template.spec;
+    expect(off.volumes).toBeUndefined();
+    expect(off.containers[0].env.map((e: { name: string }) => e.name)).not.toContain('TOLLGATE_BILLING_JOURNAL_DIR');
+  });
+
   it('refuses to render without a discovery token or an existing Secret', async () => {
     await expect(render(() => {})).rejects.toThrow(/discovery.token or discovery.existingSecret/);
   });

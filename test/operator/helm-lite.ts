@@ -5,7 +5,7 @@ import { stringify } from 'yaml';
  * A renderer for the small subset of Helm templates charts/tollgate uses, so that a test can
  * render the chart and apply the result without a helm binary: actions with trim markers,
  * if / if not / else / end, define / include, .Values / .Release / .Chart paths, and the
- * functions toYaml, nindent, indent, quote, b64enc, required. Anything else throws: a template
+ * functions toYaml, nindent, indent, quote, b64enc, required, not, or. Anything else throws: a template
  * that strays outside the subset fails the test instead of rendering wrongly.
  */
 
@@ -161,6 +161,8 @@ export class HelmLite {
         return args[1];
       case 'not':
         return !truthy(args[0]);
+      case 'or':
+        return args.find(truthy) ?? args[args.length - 1];
       default:
         if (w.length === 1 && !hasPiped) return this.value(fn!, ctx);
         throw new Error(`helm-lite: function "${fn}" is outside the supported subset`);
