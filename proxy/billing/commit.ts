@@ -99,9 +99,17 @@ export function writeCaptures(q: Queryable, items: CaptureItem[]): Promise<{ app
   return writeCommitRecords(q, items.map(commitRecord));
 }
 
-export async function writeCommitRecords(q: Queryable, records: readonly CommitRecord[]): Promise<{ applied: number; lostLeases: Set<string> }> {
-  if (records.length === 0) return { applied: 0, lostLeases: new Set() };
-  const r = await q.query<{ applied: number; lost: string[] | null }>('SELECT applied, lost FROM billing_commit($1::json)', [JSON.stringify(records)]);
+export function writeCommitRecords(q: Queryable, records: readonly CommitRecord[]): Promise<{ applied: number; lostLeases: Set<string> }> {
+  return writeCommitLines(
+    q,
+    records.map((r) => JSON.stringify(r)),
+  );
+}
+
+/** The same for records serialized already, one JSON object each (the engine's journal lines): nothing is serialized twice. */
+export async function writeCommitLines(q: Queryable, lines: readonly string[]): Promise<{ applied: number; lostLeases: Set<string> }> {
+  if (lines.length === 0) return { applied: 0, lostLeases: new Set() };
+  const r = await q.query<{ applied: number; lost: string[] | null }>('SELECT applied, lost FROM billing_commit($1::json)', [`[${lines.join(',')}]`]);
   const row = r.rows[0];
   return { applied: Number(row?.applied ?? 0), lostLeases: new Set(row?.lost ?? []) };
 }

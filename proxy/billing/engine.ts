@@ -4,7 +4,7 @@ import { GatewayError } from '../server/errors.js';
 import type { Registry } from 'prom-client';
 import type { Logger } from '../server/log.js';
 import type { Queryable, Store } from '../store/index.js';
-import { commitRecord, writeCommitRecords, type CommitRecord } from './commit.js';
+import { commitRecord, writeCommitLines } from './commit.js';
 import { BillingJournal, type JournalSegment } from './journal.js';
 import { extendHold, hold, InsufficientCreditsError, release, SpendLimitError } from './ledger.js';
 import { billingMetrics, type BillingMetrics } from './metrics.js';
@@ -20,7 +20,8 @@ import type { Billing, ChatCharge, ChatQuote, ChatSettlement } from './types.js'
  * overspend), tops the lease up when a request does not fit, and hands it back when idle or at
  * shutdown. Settled requests are written in group commits (one transaction for every capture
  * and usage record that queued while the previous one ran) and settle() resolves only once its
- * capture is durable, so the chat handler sends a stream's last event after the charge. A
+ * capture is durable (in the store, or first in a local journal that the store is written
+ * behind), so the chat handler sends a stream's last event after the charge. A
  * replica that dies leaves its lease behind: its deadline stops moving and the sweeper, which
  * every replica runs, releases it.
  */
@@ -59,7 +60,8 @@ interface KeySpendState {
 }
 
 interface Queued {
-  rec: CommitRecord;
+  /** The capture as billing_commit() takes it, serialized once (it is also the journal's line). */
+  line: string;
   /** The journal segment that already holds it durably, if the engine has a journal. */
   seg: JournalSegment | undefined;
   resolve(): void;
@@ -163,7 +165,8 @@ export class BillingEngine implements Billing {
       key.unflushed += cost;
     }
     const usage = o.usage ?? { inputTokens: 0, cachedInputTokens: 0, cacheWriteTokens: 0, outputTokens: 0, reasoningTokens: 0 };
-    const rec = commitRecord({
+    const line = JSON.stringify(
+      commitRecord({
         operationId,
         leaseId,
         record: {
@@ -183,7 +186,8 @@ export class BillingEngine implements Billing {
           latencyMs: o.latencyMs,
           ...(o.ttftMs !== undefined ? { ttftMs: o.ttftMs } : {}),
         },
-      });
+      }),
+    );
     // Not written (the journal or the store kept failing): nothing was charged, so the lease still has it.
     const undo = () => {
       if (acct.leaseId === leaseId) acct.remaining += settles;
@@ -192,13 +196,13 @@ export class BillingEngine implements Billing {
     acct.writing++;
     let seg: JournalSegment | undefined;
     try {
-      if (this.journal) seg = await this.journal.append(rec);
+      if (this.journal) seg = await this.journal.append(line);
     } catch (err) {
       acct.writing--;
       undo();
       throw err;
     }
-    const stored = this.enqueue(rec, seg)
+    const stored = this.enqueue(line, seg)
       .then(
         () => {
           if (key) {
@@ -216,7 +220,9 @@ export class BillingEngine implements Billing {
       )
       .finally(() => acct.writing--);
     // With a journal the charge is durable already; the store write follows behind.
-    if (!seg) await stored;
+    if (!seg) return stored;
+    this.metrics?.journalPending.inc();
+    void stored.finally(() => this.metrics?.journalPending.dec());
   }
 
   /** Charges a previous process left in the journal go to the store before this one sweeps. */
@@ -405,9 +411,9 @@ export class BillingEngine implements Billing {
     }
   }
 
-  private enqueue(rec: CommitRecord, seg: JournalSegment | undefined): Promise<void> {
+  private enqueue(line: string, seg: JournalSegment | undefined): Promise<void> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ rec, seg, resolve, reject });
+      this.queue.push({ line, seg, resolve, reject });
       if (this.queue.length >= this.settings.maxBatch) for (const wake of this.lingering) wake();
       this.kick();
     });
@@ -458,7 +464,7 @@ export class BillingEngine implements Billing {
     if (batch.length === 0) return;
     try {
       await this.write(
-        batch.map((b) => b.rec),
+        batch.map((b) => b.line),
         batch.every((b) => b.seg),
       );
       for (const b of batch) b.resolve();
@@ -478,11 +484,11 @@ export class BillingEngine implements Billing {
    * applied twice. Records a journal holds are retried until the store takes them (short of
    * shutdown: then they stay in the journal); the others fail their requests after four tries.
    */
-  private async write(records: CommitRecord[], journaled: boolean): Promise<void> {
+  private async write(records: string[], journaled: boolean): Promise<void> {
     for (let attempt = 0; ; attempt++) {
       try {
         const end = this.metrics?.commits.startTimer();
-        const { lostLeases } = await writeCommitRecords(this.store, records);
+        const { lostLeases } = await writeCommitLines(this.store, records);
         end?.();
         this.metrics?.captures.inc(records.length);
         if (lostLeases.size) this.log.warn('captures written after their lease was released', { leases: lostLeases.size });

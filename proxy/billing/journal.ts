@@ -1,14 +1,13 @@
 import { closeSync, constants, mkdirSync, openSync, readdirSync, readFileSync, unlinkSync, write, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import type { CommitRecord } from './commit.js';
 
 /**
  * The billing journal: an append-only local file where a settled request's charge becomes
  * durable (an O_DSYNC write) before the client gets its last byte; the store is written behind
  * it in large group commits. A local durable write costs a fraction of a millisecond and no CPU
  * on the database, where a store commit on the request's path costs a round trip that a busy
- * database stretches to milliseconds. Lines are exactly what billing_commit() takes, so
+ * database stretches to milliseconds. Lines are the records billing_commit() takes, so
  * replaying a segment is idempotent: a request whose usage record exists is not charged again.
  *
  * One directory per replica (a LOCK file names the process). Segments roll at maxSegmentBytes
@@ -59,11 +58,11 @@ export class BillingJournal {
     this.current = this.openSegment();
   }
 
-  /** Resolves once the record is on disk, with the segment that holds it. */
-  append(rec: CommitRecord): Promise<JournalSegment> {
+  /** Resolves once the record (one line of JSON) is on disk, with the segment that holds it. */
+  append(record: string): Promise<JournalSegment> {
     if (this.closed) return Promise.reject(new Error('the billing journal is closed'));
     return new Promise((resolve, reject) => {
-      this.pending.push({ line: `${JSON.stringify(rec)}\n`, resolve, reject });
+      this.pending.push({ line: `${record}\n`, resolve, reject });
       this.flush();
     });
   }
@@ -76,7 +75,7 @@ export class BillingJournal {
   }
 
   /** Replays segments a previous process left: each is handed over in batches, then deleted. */
-  async replayLeftover(commit: (records: CommitRecord[]) => Promise<void>, batch = 500): Promise<number> {
+  async replayLeftover(commit: (records: string[]) => Promise<void>, batch = 500): Promise<number> {
     let n = 0;
     for (const name of this.leftover) {
       const path = join(this.dir, name);
@@ -156,12 +155,13 @@ function writeAll(fd: number, buf: Buffer, cb: (err: Error | null) => void): voi
 }
 
 /** Complete lines only: a line torn by a crash mid-write was never acknowledged, so it is not charged. */
-export function parseSegment(text: string): CommitRecord[] {
-  const out: CommitRecord[] = [];
+export function parseSegment(text: string): string[] {
+  const out: string[] = [];
   for (const line of text.split('\n')) {
     if (!line) continue;
     try {
-      out.push(JSON.parse(line) as CommitRecord);
+      JSON.parse(line);
+      out.push(line);
     } catch {
       // torn: skipped
     }

@@ -1,4 +1,4 @@
-import { Counter, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
 /** What the billing engine reports. Labels never carry keys or accounts. */
 export interface BillingMetrics {
@@ -7,6 +7,7 @@ export interface BillingMetrics {
   captures: Counter;
   topups: Counter;
   swept: Counter;
+  journalPending: Gauge;
 }
 
 export function billingMetrics(registry: Registry): BillingMetrics {
@@ -26,5 +27,10 @@ export function billingMetrics(registry: Registry): BillingMetrics {
     captures: new Counter({ name: 'tollgate_billing_captures_total', help: 'Settled chat requests written by group commits', registers: [registry] }),
     topups: new Counter({ name: 'tollgate_billing_lease_topups_total', help: 'Lease top-ups (store transactions on the request path)', registers: [registry] }),
     swept: new Counter({ name: 'tollgate_billing_swept_holds_total', help: 'Expired request and lease holds released by this replica\'s sweeper', registers: [registry] }),
+    journalPending: new Gauge({
+      name: 'tollgate_billing_journal_pending',
+      help: 'Charges durable in the billing journal and not yet in the store (grows while the store is unreachable)',
+      registers: [registry],
+    }),
   };
 }

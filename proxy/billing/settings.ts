@@ -39,7 +39,7 @@ export const DEFAULT_BILLING_SETTINGS: BillingSettings = {
   refusalMemoryMs: 250,
   commitLingerMs: 3,
   journalDir: undefined,
-  journalFlushMs: 25,
+  journalFlushMs: 100,
 };
 
 export function billingSettings(env: NodeJS.ProcessEnv = process.env, overrides: Partial<BillingSettings> = {}): BillingSettings {
