@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -106,6 +106,19 @@ describe('billing journal', () => {
     const j = new BillingJournal(dir);
     expect(JSON.parse(readFileSync(join(dir, 'LOCK'), 'utf8'))).toEqual({ host: hostname(), pid: process.pid });
     await j.close();
+  });
+
+  it('after a failed write, rejects that append and writes the next ones to a fresh segment, so no good line follows a torn one', async () => {
+    const dir = fresh();
+    const j = new BillingJournal(dir);
+    await j.append(rec('a'));
+    // The disk goes away under the open segment (here: its descriptor is closed).
+    closeSync((j as unknown as { current: { fd: number } }).current.fd);
+    await expect(j.append(rec('b'))).rejects.toThrow();
+    const seg = await j.append(rec('c'));
+    const lines = segments(dir).map((f) => parsed(parseSegment(readFileSync(join(dir, f), 'utf8'))).map((r) => r.o));
+    expect(lines).toEqual([['a'], ['c']]);
+    expect(seg.name).toBe(segments(dir)[1]);
   });
 
   it('refuses appends after close', async () => {

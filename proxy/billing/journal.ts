@@ -1,4 +1,4 @@
-import { closeSync, constants, mkdirSync, openSync, readdirSync, readFileSync, unlinkSync, write, writeFileSync } from 'node:fs';
+import { closeSync, constants, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, unlinkSync, write, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 
@@ -37,7 +37,8 @@ interface Waiter {
 const SUFFIX = '.jsonl';
 
 export class BillingJournal {
-  private current: Segment;
+  /** Where appends go; undefined after a failed write until a new segment can be opened. */
+  private current: Segment | undefined;
   private pending: Waiter[] = [];
   private syncing = false;
   private seq = 0;
@@ -91,9 +92,12 @@ export class BillingJournal {
   async close(): Promise<void> {
     this.closed = true;
     while (this.syncing || this.pending.length) await new Promise((r) => setTimeout(r, 1));
-    this.current.sealed = true;
-    this.dropIfDone(this.current);
-    if (this.current.committed !== this.current.appended) closeSync(this.current.fd);
+    const c = this.current;
+    if (c) {
+      c.sealed = true;
+      this.dropIfDone(c);
+      if (c.fd >= 0) closeSync(c.fd);
+    }
     unlinkSync(join(this.dir, 'LOCK'));
   }
 
@@ -101,6 +105,13 @@ export class BillingJournal {
     const name = `${Date.now().toString().padStart(15, '0')}-${process.pid}-${++this.seq}${SUFFIX}`;
     // O_DSYNC: each write returns once its data is on disk, so a flush is one thread-pool job, not a write and an fdatasync.
     const fd = openSync(join(this.dir, name), constants.O_WRONLY | constants.O_CREAT | constants.O_APPEND | constants.O_DSYNC);
+    // The new file's directory entry must be durable too, or a power loss could lose the whole file.
+    const dirFd = openSync(this.dir, 'r');
+    try {
+      fsyncSync(dirFd);
+    } finally {
+      closeSync(dirFd);
+    }
     return { name, fd, bytes: 0, appended: 0, committed: 0, sealed: false };
   }
 
@@ -111,16 +122,22 @@ export class BillingJournal {
    */
   private flush(): void {
     if (this.syncing || this.pending.length === 0) return;
-    this.syncing = true;
     const batch = this.pending;
     this.pending = [];
-    const seg = this.current;
+    let seg: Segment;
+    try {
+      seg = this.current ??= this.openSegment();
+    } catch (err) {
+      for (const w of batch) w.reject(err as Error);
+      return;
+    }
+    this.syncing = true;
     const buf = Buffer.from(batch.length === 1 ? batch[0]!.line : batch.map((w) => w.line).join(''));
     const done = (err: Error | null) => {
       if (err) {
-        // The segment may end in a torn line now: later lines go to a fresh one.
+        // The segment may end in a torn line now: later lines go to a fresh one (opened by the next flush).
         seg.sealed = true;
-        this.current = this.openSegment();
+        this.current = undefined;
         for (const w of batch) w.reject(err);
       } else {
         seg.bytes += buf.length;
@@ -128,7 +145,7 @@ export class BillingJournal {
         for (const w of batch) w.resolve(seg);
         if (seg.bytes >= this.maxSegmentBytes) {
           seg.sealed = true;
-          this.current = this.openSegment();
+          this.current = undefined;
         }
       }
       this.dropIfDone(seg);
