@@ -98,10 +98,13 @@ for (const sc of storeCases()) {
       store.failing = true;
       const during = await Promise.all([1, 2, 3].map((i) => client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: `during the outage ${i}` }] })));
       expect((await books(store, 'acct')).usageRecords).toBe(1);
+      const pending = async () => /^tollgate_billing_journal_pending (\d+)$/m.exec(await (await fetch(`${s.gw.adminUrl}/metrics`)).text())?.[1];
+      expect(await pending()).toBe('3');
       store.failing = false;
       const after = await until(() => books(store, 'acct'), (b) => b.usageRecords === 4, 15_000, 'the journaled charges to reach the store');
       const cost = (r: OpenAI.ChatCompletion) => BigInt(r.usage!.prompt_tokens + 2 * r.usage!.completion_tokens);
       expect(after.usageCredits).toBe(during.reduce((n, r) => n + cost(r), cost(first)));
+      expect(await pending()).toBe('0');
       await s.close();
       const closed = await books(store, 'acct');
       expect(closed.balance).toBe(closed.grants - closed.usageCredits);
