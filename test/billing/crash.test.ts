@@ -1,12 +1,14 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { credit } from '../../proxy/billing/ledger.js';
 import { startSimulator, type Simulator } from '../../simulator/index.js';
 import { apiKey, chatRoute, group } from '../support/resources.js';
-import { serveChild, serveTargets, writeManifests, type ServeTarget } from '../support/serve-child.js';
+import { serveChild, serveTargets, writeManifests, type ServeChild, type ServeTarget } from '../support/serve-child.js';
 import { books, C, until } from './support.js';
 
 /**
@@ -14,6 +16,12 @@ import { books, C, until } from './support.js';
  * behind. After a restart on the same database, the sweeper releases it once its deadline
  * passes: nothing stays held, the requests that finished before the kill stay charged, and the
  * ledger invariant holds.
+ *
+ * With a billing journal, a request's charge is durable on local disk when its last byte goes
+ * out, and the store is written behind. There the store write waits ten minutes, so every charge
+ * of the finished requests is only in the journal when the gateway is killed. The restarted
+ * gateway replays the journal: every finished request is charged exactly once, the dead lease
+ * is released, and the books add up.
  */
 const KEY = 'sk-service-billing-crash';
 const ADMIN = 'crash-admin';
@@ -35,24 +43,40 @@ afterAll(async () => {
 
 const serve = (t: ServeTarget) => serveChild(t, configDir, { args: ['--admin-token', ADMIN], env: ENV });
 
+/** A fresh database with 100 credits for `acct`, and the gateways the tests start on it (killed afterwards). */
+function fundedTarget(make: () => Promise<ServeTarget>): { t: ServeTarget; children: ChildProcess[] } {
+  const ctx = { t: undefined as unknown as ServeTarget, children: [] as ChildProcess[] };
+  beforeAll(async () => {
+    ctx.t = await make();
+    const s = await ctx.t.open();
+    await s.tx((q) => credit(q, { account: 'acct', operationId: 'crash-grant', amount: 100n * C }));
+    await s.close();
+  });
+  afterAll(async () => {
+    for (const c of ctx.children) c.kill('SIGKILL');
+    await ctx.t?.dispose();
+  });
+  return ctx;
+}
+
+/** Starts the gateway again, waits for its sweeper to release the dead replica's lease (no longer renewed, past its deadline), and stops it cleanly. */
+async function restartUntilReleased(ctx: { children: ChildProcess[] }, start: () => Promise<ServeChild>): Promise<void> {
+  const second = await start();
+  ctx.children.push(second.child);
+  const account = () =>
+    fetch(`${second.adminUrl}/admin/v1/accounts/acct`, { headers: { authorization: `Bearer ${ADMIN}` } }).then((r) => r.json() as Promise<{ held: string; balance: string }>);
+  await until(account, (a) => a.held === '0.000000', 20_000, 'the dead lease to be released');
+  second.child.kill('SIGTERM');
+  expect(await second.exited).toBe(0);
+}
+
 for (const { name, make } of serveTargets('tollgate-billing-crash-')) {
   describe(`a gateway killed mid-stream on ${name}`, () => {
-    let t: ServeTarget;
-    const children: ChildProcess[] = [];
-    beforeAll(async () => {
-      t = await make();
-      const s = await t.open();
-      await s.tx((q) => credit(q, { account: 'acct', operationId: 'crash-grant', amount: 100n * C }));
-      await s.close();
-    });
-    afterAll(async () => {
-      for (const c of children) c.kill('SIGKILL');
-      await t?.dispose();
-    });
+    const ctx = fundedTarget(make);
 
     it('leaves a lease that the sweeper of the restarted gateway releases; finished requests stay charged; the books add up', async () => {
-      const first = await serve(t);
-      children.push(first.child);
+      const first = await serve(ctx.t);
+      ctx.children.push(first.child);
       const client = new OpenAI({ baseURL: `${first.url}/v1`, apiKey: KEY, maxRetries: 0 });
       for (let i = 0; i < 5; i++) await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: `before ${i}` }] });
 
@@ -80,16 +104,9 @@ for (const { name, make } of serveTargets('tollgate-billing-crash-')) {
       sim.context.chunkDelayMs = 0;
       expect(completed).toBe(0);
 
-      const second = await serve(t);
-      children.push(second.child);
-      const account = () =>
-        fetch(`${second.adminUrl}/admin/v1/accounts/acct`, { headers: { authorization: `Bearer ${ADMIN}` } }).then((r) => r.json() as Promise<{ held: string; balance: string }>);
-      // The dead replica's lease stops being renewed; past its deadline the sweeper releases it.
-      await until(account, (a) => a.held === '0.000000', 20_000, 'the dead lease to be released');
-      second.child.kill('SIGTERM');
-      expect(await second.exited).toBe(0);
+      await restartUntilReleased(ctx, () => serve(ctx.t));
 
-      const s = await t.open();
+      const s = await ctx.t.open();
       try {
         const b = await books(s, 'acct');
         expect(b.openHolds).toBe(0);
@@ -99,6 +116,72 @@ for (const { name, make } of serveTargets('tollgate-billing-crash-')) {
         expect(b.violations).toEqual([]);
         const released = await s.query<{ n: unknown }>("SELECT COUNT(*) AS n FROM ledger WHERE kind = 'release' AND meta->>'reason' = 'expired'");
         expect(Number(released.rows[0]!.n)).toBe(1);
+      } finally {
+        await s.close();
+      }
+    }, 120_000);
+  });
+
+  describe(`a gateway with a billing journal killed on ${name}`, () => {
+    const ctx = fundedTarget(make);
+    let journal: string;
+    beforeAll(async () => {
+      journal = await mkdtemp(join(tmpdir(), 'tollgate-billing-journal-dir-'));
+    });
+    afterAll(async () => {
+      if (journal) await rm(journal, { recursive: true, force: true });
+    });
+
+    const serveJournaled = () =>
+      serveChild(ctx.t, configDir, {
+        args: ['--admin-token', ADMIN],
+        env: {
+          TOLLGATE_BILLING_JOURNAL_DIR: journal,
+          TOLLGATE_BILLING_JOURNAL_FLUSH_MS: '600000',
+          TOLLGATE_BILLING_LEASE_SECONDS: '1.5',
+          TOLLGATE_BILLING_SWEEP_SECONDS: '0.3',
+        },
+      });
+
+    it('charges every finished request exactly once after a restart replays the journal', async () => {
+      const first = await serveJournaled();
+      ctx.children.push(first.child);
+      const client = new OpenAI({ baseURL: `${first.url}/v1`, apiKey: KEY, maxRetries: 0 });
+      let expected = 0n;
+      for (let i = 0; i < 20; i++) {
+        if (i % 2) {
+          const r = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: `[sim:tokens=${i + 1}] ask ${i}` }] });
+          expected += BigInt(r.usage!.prompt_tokens) * 1n + BigInt(r.usage!.completion_tokens) * 2n;
+        } else {
+          const s = await client.chat.completions.create({ model: 'm', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: `[sim:tokens=${i + 1}] ask ${i}` }] });
+          for await (const chunk of s) if (chunk.usage) expected += BigInt(chunk.usage.prompt_tokens) * 1n + BigInt(chunk.usage.completion_tokens) * 2n;
+        }
+      }
+      first.child.kill('SIGKILL');
+      await first.exited;
+
+      // Nothing reached the store: the charges of all 20 answers are in the journal alone.
+      let s = await ctx.t.open();
+      try {
+        expect((await books(s, 'acct')).usageRecords).toBe(0);
+      } finally {
+        await s.close();
+      }
+      expect((await readdir(journal)).filter((f) => f.endsWith('.jsonl'))).toHaveLength(1);
+
+      await restartUntilReleased(ctx, serveJournaled);
+      expect(await readdir(journal)).toEqual([]);
+
+      s = await ctx.t.open();
+      try {
+        const b = await books(s, 'acct');
+        expect(b.usageRecords).toBe(20);
+        // Prices are per million tokens: the usage above, in micro-credits.
+        expect(b.usageCredits).toBe(expected);
+        expect(b.held).toBe(0n);
+        expect(b.openHolds).toBe(0);
+        expect(b.balance).toBe(b.grants - b.usageCredits);
+        expect(b.violations).toEqual([]);
       } finally {
         await s.close();
       }
