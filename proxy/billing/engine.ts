@@ -5,7 +5,7 @@ import type { Registry } from 'prom-client';
 import type { Logger } from '../server/log.js';
 import type { Queryable, Store } from '../store/index.js';
 import { commitRecord, writeCommitLines } from './commit.js';
-import { BillingJournal, type JournalSegment } from './journal.js';
+import { BillingJournal, LOCK_STALE_MS, type JournalSegment } from './journal.js';
 import { extendHold, hold, InsufficientCreditsError, release, SpendLimitError } from './ledger.js';
 import { billingMetrics, type BillingMetrics } from './metrics.js';
 import { chatCost, chatHold } from './pricing.js';
@@ -107,6 +107,10 @@ export class BillingEngine implements Billing {
     every(settings.sweepIntervalMs, () => this.sweep(), 'sweeper');
     // Opened here, synchronously, so a directory another live process holds stops the start.
     this.journal = settings.journalDir ? new BillingJournal(settings.journalDir) : undefined;
+    if (this.journal) {
+      const j = this.journal;
+      every(LOCK_STALE_MS / 6, async () => j.touch(), 'journal lock touch');
+    }
     // At start too: a restart on the same database resolves what the previous process left,
     // after the charges it left in the journal are in (its leases may still take them).
     this.started = this.replayJournal()

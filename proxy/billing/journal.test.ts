@@ -1,10 +1,10 @@
 import { spawn } from 'node:child_process';
-import { closeSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { CommitRecord } from './commit.js';
-import { BillingJournal, parseSegment } from './journal.js';
+import { BillingJournal, LOCK_STALE_MS, parseSegment } from './journal.js';
 
 const record = (o: string, c = '10'): CommitRecord => ({
   o,
@@ -119,6 +119,19 @@ describe('billing journal', () => {
     const lines = segments(dir).map((f) => parsed(parseSegment(readFileSync(join(dir, f), 'utf8'))).map((r) => r.o));
     expect(lines).toEqual([['a'], ['c']]);
     expect(seg.name).toBe(segments(dir)[1]);
+  });
+
+  it('refuses a lock another host touched lately (a shared volume), and takes over one left untouched', async () => {
+    const dir = fresh();
+    const lock = join(dir, 'LOCK');
+    writeFileSync(lock, JSON.stringify({ host: 'other-pod', pid: 1 }));
+    expect(() => new BillingJournal(dir)).toThrow('in use by host other-pod');
+    const old = new Date(Date.now() - LOCK_STALE_MS - 1000);
+    utimesSync(lock, old, old);
+    const j = new BillingJournal(dir);
+    j.touch();
+    expect(Date.now() - statSync(lock).mtimeMs).toBeLessThan(LOCK_STALE_MS);
+    await j.close();
   });
 
   it('refuses appends after close', async () => {

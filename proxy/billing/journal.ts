@@ -1,4 +1,4 @@
-import { closeSync, constants, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, unlinkSync, write, writeFileSync } from 'node:fs';
+import { closeSync, constants, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, statSync, unlinkSync, utimesSync, write, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 
@@ -66,6 +66,13 @@ export class BillingJournal {
       this.pending.push({ line: `${record}\n`, resolve, reject });
       this.flush();
     });
+  }
+
+  /** Tells other hosts sharing the directory that its holder is alive (the engine calls it every few seconds). */
+  touch(): void {
+    if (this.closed) return;
+    const now = new Date();
+    utimesSync(join(this.dir, 'LOCK'), now, now);
   }
 
   /** The store has taken `n` more lines of `seg`: a sealed segment whose lines are all in is deleted. */
@@ -159,7 +166,12 @@ export class BillingJournal {
     if (!s.sealed || s.committed !== s.appended || s.fd < 0) return;
     closeSync(s.fd);
     s.fd = -1;
-    unlinkSync(join(this.dir, s.name));
+    try {
+      unlinkSync(join(this.dir, s.name));
+    } catch (err) {
+      // Already gone (someone cleaned the directory): nothing left to delete.
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
   }
 }
 
@@ -195,7 +207,14 @@ function alive(pid: number): boolean {
   }
 }
 
-/** The lock names host and pid; a holder that is gone (or was this pid in an earlier container) is taken over. */
+/** How long a lock from another host must have gone untouched before it is taken over (its holder touches it every few seconds). */
+export const LOCK_STALE_MS = 30_000;
+
+/**
+ * The lock names host and pid. On this host, a holder that is gone (or had this pid in an
+ * earlier container) is taken over. A holder on another host (a shared volume) cannot be asked:
+ * its lock is taken over only once it has gone untouched for LOCK_STALE_MS.
+ */
 function takeLock(dir: string): void {
   const path = join(dir, 'LOCK');
   const me = JSON.stringify({ host: hostname(), pid: process.pid });
@@ -211,8 +230,12 @@ function takeLock(dir: string): void {
   } catch {
     // unreadable: a crash while writing it
   }
-  if (held.host === hostname() && typeof held.pid === 'number' && held.pid !== process.pid && alive(held.pid)) {
-    throw new Error(`the billing journal ${dir} is in use by process ${held.pid}; give each gateway replica its own directory`);
+  if (held.host === hostname()) {
+    if (typeof held.pid === 'number' && held.pid !== process.pid && alive(held.pid)) {
+      throw new Error(`the billing journal ${dir} is in use by process ${held.pid}; give each gateway replica its own directory`);
+    }
+  } else if (held.host !== undefined && Date.now() - statSync(path).mtimeMs < LOCK_STALE_MS) {
+    throw new Error(`the billing journal ${dir} is in use by host ${held.host}; give each gateway replica its own directory (a lock untouched for ${LOCK_STALE_MS / 1000} s is taken over)`);
   }
   writeFileSync(path, me);
 }
