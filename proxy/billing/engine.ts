@@ -30,6 +30,8 @@ interface AccountLease {
   account: string;
   /** The open lease hold, if any. */
   leaseId: string | undefined;
+  /** The lease's deadline as last written to the store (ms); past it, another replica's sweeper may release it. */
+  validUntil: number;
   generation: number;
   topups: number;
   /** What the lease has left once every capture settled so far is written. */
@@ -134,6 +136,9 @@ export class BillingEngine implements Billing {
     acct.inflight++; // keeps the lease from being handed back while this request waits
     try {
       if (key && key.stored + key.unflushed + key.reserved + amount > limit!) throw new SpendLimitError(limit!);
+      // A lease whose deadline could not be pushed forward lately (the store unreachable) may be
+      // released by another replica's sweeper: admit nothing more against it until it is renewed.
+      if (acct.leaseId && Date.now() > acct.validUntil - this.settings.leaseMs / 3) await this.renew(acct);
       while (amount > 0n && acct.remaining - acct.reserved < amount) await this.topUp(acct, amount);
       // From the checks to the reservation nothing awaits: concurrent requests see each other.
       if (key && key.stored + key.unflushed + key.reserved + amount > limit!) throw new SpendLimitError(limit!);
@@ -266,7 +271,7 @@ export class BillingEngine implements Billing {
   private account(account: string): AccountLease {
     let a = this.accounts.get(account);
     if (!a) {
-      a = { account, leaseId: undefined, generation: 0, topups: 0, remaining: 0n, reserved: 0n, inflight: 0, writing: 0, lastUsed: Date.now(), chain: Promise.resolve(), refused: undefined };
+      a = { account, leaseId: undefined, validUntil: 0, generation: 0, topups: 0, remaining: 0n, reserved: 0n, inflight: 0, writing: 0, lastUsed: Date.now(), chain: Promise.resolve(), refused: undefined };
       this.accounts.set(account, a);
     }
     return a;
@@ -350,9 +355,26 @@ export class BillingEngine implements Billing {
         acct.remaining = 0n;
       }
       this.metrics?.topups.inc();
+      acct.validUntil = expiresAt.getTime();
       acct.topups = out.topups;
       acct.remaining += out.take;
       acct.refused = undefined;
+    });
+  }
+
+  /** Pushes the lease's deadline forward now (throws if the store cannot be reached); a lease the sweeper took is dropped. */
+  private renew(acct: AccountLease): Promise<void> {
+    return this.serial(acct, async () => {
+      const leaseId = acct.leaseId;
+      if (!leaseId || Date.now() <= acct.validUntil - this.settings.leaseMs / 3) return;
+      const until = Date.now() + this.settings.leaseMs;
+      const r = await this.store.query('UPDATE holds SET expires_at = $2 WHERE hold_id = $1 RETURNING hold_id', [leaseId, new Date(until).toISOString()]);
+      if (acct.leaseId !== leaseId) return;
+      if (r.rows.length > 0) acct.validUntil = until;
+      else {
+        acct.leaseId = undefined;
+        acct.remaining = 0n;
+      }
     });
   }
 
@@ -370,13 +392,15 @@ export class BillingEngine implements Billing {
 
   /** Keeps live leases from expiring, notices leases the sweeper took, hands back idle ones, refreshes key spend. */
   private async tick(): Promise<void> {
+    const until = Date.now() + this.settings.leaseMs;
     const live = await this.store.query<{ hold_id: string }>(
       `UPDATE holds SET expires_at = $2 WHERE owner = $1 AND purpose = 'lease' RETURNING hold_id`,
-      [this.replica, new Date(Date.now() + this.settings.leaseMs).toISOString()],
+      [this.replica, new Date(until).toISOString()],
     );
     const ids = new Set(live.rows.map((r) => r.hold_id));
     const now = Date.now();
     for (const acct of [...this.accounts.values()]) {
+      if (acct.leaseId && ids.has(acct.leaseId)) acct.validUntil = Math.max(acct.validUntil, until);
       if (acct.leaseId && !ids.has(acct.leaseId) && acct.writing === 0) {
         await this.serial(acct, async () => {
           const open = await this.store.query('SELECT 1 FROM holds WHERE hold_id = $1', [acct.leaseId]);

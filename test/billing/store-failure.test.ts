@@ -16,16 +16,17 @@ import { billingStack, books, C, until, type BillingStack } from './support.js';
  */
 const KEY = 'sk-service-billing-store-failure';
 
-/** The store, except that group commits fail while `failing` is set. */
-function flaky(store: Store): Store & { failing: boolean } {
+/** The store, except that group commits fail while `failing` is set, and every query while `down` is. */
+function flaky(store: Store): Store & { failing: boolean; down: boolean } {
   const wrap = (q: Queryable): Queryable => ({
     query: (sql, params) => {
-      if (out.failing && sql.includes('billing_commit')) return Promise.reject(new Error('simulated store outage'));
+      if (out.down || (out.failing && sql.includes('billing_commit'))) return Promise.reject(new Error('simulated store outage'));
       return q.query(sql, params);
     },
   });
   const out = {
     failing: false,
+    down: false,
     kind: store.kind,
     query: <R>(sql: string, params?: unknown[]) => wrap(store).query<R>(sql, params),
     tx: <T>(fn: (q: Queryable) => Promise<T>) => store.tx((q) => fn(wrap(q))),
@@ -76,13 +77,18 @@ for (const sc of storeCases()) {
   describe(`a store outage with a billing journal on ${sc.name}`, () => {
     let s: BillingStack;
     let real: Store;
-    let store: Store & { failing: boolean };
+    let store: Store & { failing: boolean; down: boolean };
     let dir: string;
     beforeAll(async () => {
       real = await sc.open();
       store = flaky(real);
       dir = await mkdtemp(join(tmpdir(), 'tollgate-outage-journal-'));
-      s = await billingStack({ shared: store }, (sim) => [chatRoute('m', `${sim}/v1`), group('g', ['m']), apiKey('k', KEY, 'g', { account: 'acct' })], { journalDir: dir, journalFlushMs: 5 });
+      s = await billingStack({ shared: store }, (sim) => [chatRoute('m', `${sim}/v1`), group('g', ['m']), apiKey('k', KEY, 'g', { account: 'acct' })], {
+        journalDir: dir,
+        journalFlushMs: 5,
+        // Renewed every 300 ms; after 600 ms without a renewal the lease admits nothing.
+        leaseMs: 900,
+      });
       await s.grant('acct', 10n * C, 'outage-grant');
     });
     afterAll(async () => {
@@ -105,6 +111,18 @@ for (const sc of storeCases()) {
       const cost = (r: OpenAI.ChatCompletion) => BigInt(r.usage!.prompt_tokens + 2 * r.usage!.completion_tokens);
       expect(after.usageCredits).toBe(during.reduce((n, r) => n + cost(r), cost(first)));
       expect(await pending()).toBe('0');
+    }, 30_000);
+
+    it('stops admitting against a lease it cannot renew (another replica may sweep it), and admits again once the store is back', async () => {
+      const client = new OpenAI({ baseURL: `${s.gw.url}/v1`, apiKey: KEY, maxRetries: 0 });
+      const before = await books(store, 'acct');
+      store.down = true;
+      await new Promise((r) => setTimeout(r, 1000));
+      await expect(client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'lease past renewal' }] })).rejects.toMatchObject({ status: 500 });
+      store.down = false;
+      const ok = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'store back' }] });
+      const after = await until(() => books(store, 'acct'), (b) => b.usageRecords === before.usageRecords + 1, 15_000, 'the charge after the outage');
+      expect(after.usageCredits - before.usageCredits).toBe(BigInt(ok.usage!.prompt_tokens + 2 * ok.usage!.completion_tokens));
       await s.close();
       const closed = await books(store, 'acct');
       expect(closed.balance).toBe(closed.grants - closed.usageCredits);
