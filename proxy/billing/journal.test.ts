@@ -104,7 +104,15 @@ describe('billing journal', () => {
       await gone;
     }
     const j = new BillingJournal(dir);
-    expect(JSON.parse(readFileSync(join(dir, 'LOCK'), 'utf8'))).toEqual({ host: hostname(), pid: process.pid });
+    expect(JSON.parse(readFileSync(join(dir, 'LOCK'), 'utf8'))).toMatchObject({ host: hostname(), pid: process.pid });
+    await j.close();
+  });
+
+  it('takes over a lock whose pid now belongs to another process (a container restart reuses pids)', async () => {
+    const dir = fresh();
+    // This test's own parent is alive, but it is not the process that wrote the lock: its start time differs.
+    writeFileSync(join(dir, 'LOCK'), JSON.stringify({ host: hostname(), pid: process.ppid, start: '1' }));
+    const j = new BillingJournal(dir);
     await j.close();
   });
 

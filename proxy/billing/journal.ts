@@ -207,31 +207,42 @@ function alive(pid: number): boolean {
   }
 }
 
+/** When a process started (Linux: clock ticks since boot, from /proc), so a reused pid is not taken for the holder. */
+function startTime(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+  } catch {
+    return undefined;
+  }
+}
+
 /** How long a lock from another host must have gone untouched before it is taken over (its holder touches it every few seconds). */
 export const LOCK_STALE_MS = 30_000;
 
 /**
- * The lock names host and pid. On this host, a holder that is gone (or had this pid in an
- * earlier container) is taken over. A holder on another host (a shared volume) cannot be asked:
+ * The lock names host, pid and the pid's start time. On this host, a holder that is gone (or
+ * whose pid now belongs to another process, as after a container restart) is taken over. A holder on another host (a shared volume) cannot be asked:
  * its lock is taken over only once it has gone untouched for LOCK_STALE_MS.
  */
 function takeLock(dir: string): void {
   const path = join(dir, 'LOCK');
-  const me = JSON.stringify({ host: hostname(), pid: process.pid });
+  const me = JSON.stringify({ host: hostname(), pid: process.pid, start: startTime(process.pid) });
   try {
     writeFileSync(path, me, { flag: 'wx' });
     return;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
   }
-  let held: { host?: string; pid?: number } = {};
+  let held: { host?: string; pid?: number; start?: string } = {};
   try {
     held = JSON.parse(readFileSync(path, 'utf8')) as typeof held;
   } catch {
     // unreadable: a crash while writing it
   }
   if (held.host === hostname()) {
-    if (typeof held.pid === 'number' && held.pid !== process.pid && alive(held.pid)) {
+    const same = (pid: number) => alive(pid) && (held.start === undefined || startTime(pid) === held.start);
+    if (typeof held.pid === 'number' && held.pid !== process.pid && same(held.pid)) {
       throw new Error(`the billing journal ${dir} is in use by process ${held.pid}; give each gateway replica its own directory`);
     }
   } else if (held.host !== undefined && Date.now() - statSync(path).mtimeMs < LOCK_STALE_MS) {
