@@ -11,8 +11,8 @@
  * BENCH_WARMUP_MS (default 1000), BENCH_CONNECTIONS (default "50,200"), BENCH_CPU_PROF_DIR (write a
  * V8 CPU profile of each process under test there), BENCH_SLOW (the scenario with a slow upstream,
  * "connections:ms", default "400:40"; "0" leaves it out), BENCH_VARIANTS (e.g. "0,2": no billing and
- * PostgreSQL only; 3 and 4 are PGlite and PostgreSQL with a journal; the section is rewritten
- * only when every variant ran).
+ * PostgreSQL only, with DATABASE_URL set; 3 and 4 are PGlite and PostgreSQL with a journal; the
+ * section is rewritten only when every variant ran).
  * Internal: `tsx bench/billing.ts serve sim|gateway SIM_URL` runs one process under test.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
