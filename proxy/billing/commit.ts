@@ -96,13 +96,9 @@ export function commitRecord(i: CaptureItem): CommitRecord {
  * and is reported back as lost. Returns how many requests were applied now.
  */
 export function writeCaptures(q: Queryable, items: CaptureItem[]): Promise<{ applied: number; lostLeases: Set<string> }> {
-  return writeCommitRecords(q, items.map(commitRecord));
-}
-
-export function writeCommitRecords(q: Queryable, records: readonly CommitRecord[]): Promise<{ applied: number; lostLeases: Set<string> }> {
   return writeCommitLines(
     q,
-    records.map((r) => JSON.stringify(r)),
+    items.map((i) => JSON.stringify(commitRecord(i))),
   );
 }
 

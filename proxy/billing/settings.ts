@@ -1,4 +1,4 @@
-import { envSeconds as seconds } from '../config/env.js';
+import { envMillis, envSeconds as seconds } from '../config/env.js';
 
 /** Tunables of metered billing; defaults, then environment (TOLLGATE_BILLING_*), then code. */
 export interface BillingSettings {
@@ -50,18 +50,10 @@ export function billingSettings(env: NodeJS.ProcessEnv = process.env, overrides:
   if (lease !== undefined) s.leaseMs = lease;
   if (idle !== undefined) s.idleMs = idle;
   if (sweep !== undefined) s.sweepIntervalMs = sweep;
-  const linger = millis(env, 'TOLLGATE_BILLING_COMMIT_LINGER_MS');
+  const linger = envMillis(env, 'TOLLGATE_BILLING_COMMIT_LINGER_MS');
   if (linger !== undefined) s.commitLingerMs = linger;
-  const flush = millis(env, 'TOLLGATE_BILLING_JOURNAL_FLUSH_MS');
+  const flush = envMillis(env, 'TOLLGATE_BILLING_JOURNAL_FLUSH_MS');
   if (flush !== undefined) s.journalFlushMs = flush;
   if (env.TOLLGATE_BILLING_JOURNAL_DIR) s.journalDir = env.TOLLGATE_BILLING_JOURNAL_DIR;
   return { ...s, ...overrides };
-}
-
-function millis(env: NodeJS.ProcessEnv, name: string): number | undefined {
-  const v = env[name];
-  if (v === undefined || v === '') return undefined;
-  const n = Number(v);
-  if (!Number.isFinite(n) || n < 0) throw new Error(`${name} must be a number of milliseconds (0 or more), got "${v}"`);
-  return n;
 }
