@@ -382,6 +382,7 @@ interface Row {
 
 function render(rows: Row[], commits: CommitCost[], warmupMs: number, durationMs: number, rounds: number, load1: number): string {
   const base = (x: Row) => rows.find((y) => y.variant === 'no billing' && y.mode === x.mode && y.connections === x.connections && y.upstreamMs === x.upstreamMs)!.r.rps;
+  const cost = (x: Row) => ((base(x) - x.r.rps) / base(x)) * 100;
   const lines = [
     SECTION,
     '',
@@ -393,16 +394,15 @@ function render(rows: Row[], commits: CommitCost[], warmupMs: number, durationMs
     '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|',
   ];
   for (const x of rows) {
-    const cost = x.variant === 'no billing' ? '' : `${(((base(x) - x.r.rps) / base(x)) * 100).toFixed(0)}% fewer`;
+    const fewer = x.variant === 'no billing' ? '' : `${cost(x).toFixed(0)}% fewer`;
     const b = x.books;
     const books = b ? `${String(b.records)} usage records, held ${String(b.held)}, balance = grant - usage: ${b.exact ? 'yes' : 'NO'}, invariant violations: ${String(b.violations)}` : '';
     const fixed = (v: number | undefined, digits: number) => (v === undefined ? '—' : v.toFixed(digits));
     const db = x.variant.includes('PostgreSQL') ? fixed(x.r.dbCpuUs, 0) : '—';
     lines.push(
-      `| ${x.variant} | ${x.mode} | ${x.connections} | ${x.upstreamMs ? `${x.upstreamMs} ms` : 'at once'} | ${x.r.rps.toFixed(0)} | ${cost || '—'} | ${x.r.p50.toFixed(2)} / ${x.r.p99.toFixed(2)} | ${fixed(x.r.gatewayCpuUs, 0)} | ${db} | ${fixed(x.r.batch, 1)} | ${fixed(x.r.commitMs, 2)} | ${x.r.errors} | ${books} |`,
+      `| ${x.variant} | ${x.mode} | ${x.connections} | ${x.upstreamMs ? `${x.upstreamMs} ms` : 'at once'} | ${x.r.rps.toFixed(0)} | ${fewer || '—'} | ${x.r.p50.toFixed(2)} / ${x.r.p99.toFixed(2)} | ${fixed(x.r.gatewayCpuUs, 0)} | ${db} | ${fixed(x.r.batch, 1)} | ${fixed(x.r.commitMs, 2)} | ${x.r.errors} | ${books} |`,
     );
   }
-  const cost = (x: Row) => ((base(x) - x.r.rps) / base(x)) * 100;
   const metered = [...new Set(rows.map((x) => x.variant))].filter((v) => v !== 'no billing');
   const worst = metered.map((v) => ({ v, costs: rows.filter((x) => x.variant === v).map(cost) }));
   lines.push(

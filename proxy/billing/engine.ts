@@ -462,13 +462,10 @@ export class BillingEngine implements Billing {
     if (this.writers.size >= max || this.queue.length === 0) return;
     // More requests in flight than waiting: some will settle in a moment; let them share the commit.
     // Behind a journal nobody waits for the store, so commits gather for longer.
-    const linger = this.journal
-      ? this.closing || this.queue.length >= this.settings.maxBatch
-        ? 0
-        : this.settings.journalFlushMs
-      : this.inflight > this.queue.length
-        ? this.settings.commitLingerMs
-        : 0;
+    let linger = 0;
+    if (this.journal) {
+      if (!this.closing && this.queue.length < this.settings.maxBatch) linger = this.settings.journalFlushMs;
+    } else if (this.inflight > this.queue.length) linger = this.settings.commitLingerMs;
     const w: Promise<void> = new Promise<void>((r) => {
       if (linger === 0) return void setImmediate(r);
       const wake = () => {
