@@ -66,9 +66,23 @@ async function serve(what: string, simUrl: string | undefined): Promise<void> {
   }
   const API = 'tollgate.dev/v1alpha1';
   const resources = [
-    { apiVersion: API, kind: 'ModelRoute', metadata: { name: 'sim-gpt' }, spec: { type: 'chat', backends: [{ provider: 'openai', baseURL: `${simUrl}/v1`, model: 'gpt-sim' }], pricing: { inputPerMillion: '0.50', outputPerMillion: '1.50' } } },
+    {
+      apiVersion: API,
+      kind: 'ModelRoute',
+      metadata: { name: 'sim-gpt' },
+      spec: {
+        type: 'chat',
+        backends: [{ provider: 'openai', baseURL: `${simUrl}/v1`, model: 'gpt-sim' }],
+        pricing: { inputPerMillion: '0.50', outputPerMillion: '1.50' },
+      },
+    },
     { apiVersion: API, kind: 'Group', metadata: { name: 'bench' }, spec: { models: ['sim-gpt'] } },
-    { apiVersion: API, kind: 'ApiKey', metadata: { name: 'bench' }, spec: { group: 'bench', account: 'bench', keyHash: `sha256:${createHash('sha256').update(KEY).digest('hex')}` } },
+    {
+      apiVersion: API,
+      kind: 'ApiKey',
+      metadata: { name: 'bench' },
+      spec: { group: 'bench', account: 'bench', keyHash: `sha256:${createHash('sha256').update(KEY).digest('hex')}` },
+    },
   ];
   const { config, errors } = compile(resources.map((object): RawResource => ({ object })));
   if (errors.length) throw new Error(JSON.stringify(errors));
@@ -76,15 +90,30 @@ async function serve(what: string, simUrl: string | undefined): Promise<void> {
   const pg = process.env.BENCH_STORE === 'postgres';
   const store = await openStore(pg ? { databaseUrl: process.env.DATABASE_URL, schema: `bench_${randomBytes(4).toString('hex')}` } : {});
   const none = (): Billing => ({ holdChat: async () => ({ heldMicro: 0n, settle: async () => {} }), close: async () => {} });
-  const gw = await startGateway({ source: new StaticConfigSource(config), store, port: 0, adminPort: 0, log: createLogger({}, 'error'), billing: metered ? meteredBilling : none, features: defaultFeatures });
+  const gw = await startGateway({
+    source: new StaticConfigSource(config),
+    store,
+    port: 0,
+    adminPort: 0,
+    log: createLogger({}, 'error'),
+    billing: metered ? meteredBilling : none,
+    features: defaultFeatures,
+  });
   const granted = 1_000_000n * MICRO;
   await store.tx((q) => credit(q, { account: 'bench', operationId: 'bench-grant', amount: granted }));
   onSignal(async () => {
     await gw.close();
     if (metered) {
       const s = await accountState(store, 'bench');
-      const u = await store.query<{ s: unknown; n: unknown }>("SELECT COALESCE(SUM(credits), 0) AS s, COUNT(*) AS n FROM usage_records WHERE account = 'bench'");
-      const books = { held: s.held.toString(), exact: s.balance === granted - BigInt(u.rows[0]!.s as string), records: Number(u.rows[0]!.n), violations: (await verifyLedger(store)).length };
+      const u = await store.query<{ s: unknown; n: unknown }>(
+        "SELECT COALESCE(SUM(credits), 0) AS s, COUNT(*) AS n FROM usage_records WHERE account = 'bench'",
+      );
+      const books = {
+        held: s.held.toString(),
+        exact: s.balance === granted - BigInt(u.rows[0]!.s as string),
+        records: Number(u.rows[0]!.n),
+        violations: (await verifyLedger(store)).length,
+      };
       process.stdout.write(`${JSON.stringify({ books })}\n`);
     }
     if (pg) {
@@ -128,7 +157,12 @@ interface Load {
 async function gatewayCounters(adminUrl: string): Promise<Record<string, number>> {
   const text = await (await fetch(`${adminUrl}/metrics`)).text();
   const out: Record<string, number> = {};
-  for (const name of ['process_cpu_seconds_total', 'tollgate_billing_commit_seconds_sum', 'tollgate_billing_commit_seconds_count', 'tollgate_billing_captures_total']) {
+  for (const name of [
+    'process_cpu_seconds_total',
+    'tollgate_billing_commit_seconds_sum',
+    'tollgate_billing_commit_seconds_count',
+    'tollgate_billing_captures_total',
+  ]) {
     const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
     out[name] = m ? Number(m[1]) : 0;
   }
@@ -202,7 +236,11 @@ async function load(url: string, body: string, connections: number, warmupMs: nu
 function child(args: string[], env: Record<string, string>): Promise<{ proc: ChildProcess; url: string; adminUrl: string; lines: Record<string, unknown>[] }> {
   return new Promise((resolve, reject) => {
     const prof = process.env.BENCH_CPU_PROF_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF_DIR}`] : [];
-    const proc = spawn(process.execPath, [...prof, '--import', 'tsx', 'bench/billing.ts', 'serve', ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } });
+    const proc = spawn(process.execPath, [...prof, '--import', 'tsx', 'bench/billing.ts', 'serve', ...args], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: { ...process.env, ...env },
+    });
     const lines: Record<string, unknown>[] = [];
     let buf = '';
     proc.stdout!.on('data', (d: Buffer) => {
@@ -242,12 +280,19 @@ interface CommitCost {
  */
 async function commitAlone(): Promise<CommitCost[]> {
   const out: CommitCost[] = [];
-  const stores = [{ name: 'PGlite', opts: {} }, ...(process.env.DATABASE_URL ? [{ name: 'PostgreSQL', opts: { databaseUrl: process.env.DATABASE_URL, schema: `bench_${randomBytes(4).toString('hex')}` } }] : [])];
+  const stores = [
+    { name: 'PGlite', opts: {} },
+    ...(process.env.DATABASE_URL
+      ? [{ name: 'PostgreSQL', opts: { databaseUrl: process.env.DATABASE_URL, schema: `bench_${randomBytes(4).toString('hex')}` } }]
+      : []),
+  ];
   for (const { name, opts } of stores) {
     const store = await openStore(opts);
     try {
       await store.tx((q) => credit(q, { account: 'a', operationId: 'grant', amount: 10n ** 15n }));
-      await store.tx((q) => hold(q, { account: 'a', holdId: 'lease', amount: 10n ** 14n, expiresAt: new Date(Date.now() + 3_600_000), purpose: 'lease', owner: 'bench' }));
+      await store.tx((q) =>
+        hold(q, { account: 'a', holdId: 'lease', amount: 10n ** 14n, expiresAt: new Date(Date.now() + 3_600_000), purpose: 'lease', owner: 'bench' }),
+      );
       let n = 0;
       const item = (): CaptureItem => ({
         operationId: `chat:bench.${(++n).toString(36)}`,
@@ -279,7 +324,13 @@ async function commitAlone(): Promise<CommitCost[]> {
         for (let done = 0; done < requests; done += batch) await writeCaptures(store, Array.from({ length: batch }, item));
         const wall = performance.now() - t0;
         const used = process.cpuUsage(cpu);
-        out.push({ store: name, batch, wallUs: (wall * 1000) / requests, nodeUs: (used.user + used.system) / requests, dbUs: name === 'PGlite' ? 0 : (postgresCpuSince(db) * 1e6) / requests });
+        out.push({
+          store: name,
+          batch,
+          wallUs: (wall * 1000) / requests,
+          nodeUs: (used.user + used.system) / requests,
+          dbUs: name === 'PGlite' ? 0 : (postgresCpuSince(db) * 1e6) / requests,
+        });
         process.stderr.write(`commit alone ${name} batch ${batch}: ${JSON.stringify(out.at(-1))}\n`);
       }
     } finally {
@@ -322,7 +373,9 @@ async function main(): Promise<void> {
     { name: 'metered, PGlite', env: { BENCH_BILLING: 'metered', BENCH_STORE: 'pglite' } },
     ...(process.env.DATABASE_URL ? [{ name: 'metered, PostgreSQL', env: { BENCH_BILLING: 'metered', BENCH_STORE: 'postgres' } }] : []),
     { name: 'metered, PGlite, journal', env: { BENCH_BILLING: 'metered', BENCH_STORE: 'pglite', TOLLGATE_BILLING_JOURNAL_DIR: journalDir() } },
-    ...(process.env.DATABASE_URL ? [{ name: 'metered, PostgreSQL, journal', env: { BENCH_BILLING: 'metered', BENCH_STORE: 'postgres', TOLLGATE_BILLING_JOURNAL_DIR: journalDir() } }] : []),
+    ...(process.env.DATABASE_URL
+      ? [{ name: 'metered, PostgreSQL, journal', env: { BENCH_BILLING: 'metered', BENCH_STORE: 'postgres', TOLLGATE_BILLING_JOURNAL_DIR: journalDir() } }]
+      : []),
   ];
   const variants = all.filter((_, i) => !only || only.includes(String(i)));
   const rounds = num('BENCH_ROUNDS', 3);
@@ -381,7 +434,8 @@ interface Row {
 }
 
 function render(rows: Row[], commits: CommitCost[], warmupMs: number, durationMs: number, rounds: number, load1: number): string {
-  const base = (x: Row) => rows.find((y) => y.variant === 'no billing' && y.mode === x.mode && y.connections === x.connections && y.upstreamMs === x.upstreamMs)!.r.rps;
+  const base = (x: Row) =>
+    rows.find((y) => y.variant === 'no billing' && y.mode === x.mode && y.connections === x.connections && y.upstreamMs === x.upstreamMs)!.r.rps;
   const cost = (x: Row) => ((base(x) - x.r.rps) / base(x)) * 100;
   const lines = [
     SECTION,
@@ -396,7 +450,9 @@ function render(rows: Row[], commits: CommitCost[], warmupMs: number, durationMs
   for (const x of rows) {
     const fewer = x.variant === 'no billing' ? '' : `${cost(x).toFixed(0)}% fewer`;
     const b = x.books;
-    const books = b ? `${String(b.records)} usage records, held ${String(b.held)}, balance = grant - usage: ${b.exact ? 'yes' : 'NO'}, invariant violations: ${String(b.violations)}` : '';
+    const books = b
+      ? `${String(b.records)} usage records, held ${String(b.held)}, balance = grant - usage: ${b.exact ? 'yes' : 'NO'}, invariant violations: ${String(b.violations)}`
+      : '';
     const fixed = (v: number | undefined, digits: number) => (v === undefined ? '—' : v.toFixed(digits));
     const db = x.variant.includes('PostgreSQL') ? fixed(x.r.dbCpuUs, 0) : '—';
     lines.push(
@@ -411,9 +467,9 @@ function render(rows: Row[], commits: CommitCost[], warmupMs: number, durationMs
       .map(({ v, costs }) => `${v} ${Math.min(...costs).toFixed(0)}% to ${Math.max(...costs).toFixed(0)}%${Math.max(...costs) < 25 ? ' (met)' : ' (not met)'}`)
       .join('; ')}.`,
     '',
-    'What the metered path does: no store round trip while a lease covers the request (admission is an in-memory check against a lease taken in one transaction); every request that settled while the previous commit ran goes into the next group commit, one statement (a PL/pgSQL function, migration 007) that writes each request\'s usage record and one capture row per lease for their sum; the response\'s last bytes wait for that commit. With a journal (`TOLLGATE_BILLING_JOURNAL_DIR`), the last bytes wait instead for one local durable write (O_DSYNC) shared by every request that settled meanwhile, and the database is written behind every 100 ms, so its commits are larger (requests per commit) and no request waits for one. Every metered run ends with exact books (last column), so the batching does not weaken the invariant. CPU per request is measured over each round (warm-up included) from the gateway\'s `process_cpu_seconds_total` and /proc for every PostgreSQL process; the simulator and the load generator take the rest of the two cores. With an upstream that answers at once and 50 connections, the closed loop is bound by latency: each metered request waits for its commit (the database shares the two cores with everything else, so a commit of under a millisecond of work takes 2-3 ms), and that wait is lost throughput. The journal shortens that wait to a local disk write, but on two oversubscribed cores each hand-off to another thread or process still costs a scheduling delay. With more requests in flight (200 connections, or the slow-upstream scenario, closer to real traffic where a model takes seconds) the cores are saturated either way and billing costs only its CPU.',
+    "What the metered path does: no store round trip while a lease covers the request (admission is an in-memory check against a lease taken in one transaction); every request that settled while the previous commit ran goes into the next group commit, one statement (a PL/pgSQL function, migration 007) that writes each request's usage record and one capture row per lease for their sum; the response's last bytes wait for that commit. With a journal (`TOLLGATE_BILLING_JOURNAL_DIR`), the last bytes wait instead for one local durable write (O_DSYNC) shared by every request that settled meanwhile, and the database is written behind every 100 ms, so its commits are larger (requests per commit) and no request waits for one. Every metered run ends with exact books (last column), so the batching does not weaken the invariant. CPU per request is measured over each round (warm-up included) from the gateway's `process_cpu_seconds_total` and /proc for every PostgreSQL process; the simulator and the load generator take the rest of the two cores. With an upstream that answers at once and 50 connections, the closed loop is bound by latency: each metered request waits for its commit (the database shares the two cores with everything else, so a commit of under a millisecond of work takes 2-3 ms), and that wait is lost throughput. The journal shortens that wait to a local disk write, but on two oversubscribed cores each hand-off to another thread or process still costs a scheduling delay. With more requests in flight (200 connections, or the slow-upstream scenario, closer to real traffic where a model takes seconds) the cores are saturated either way and billing costs only its CPU.",
     '',
-    'The group commit alone (`writeCaptures` called back to back on the idle machine, 10,000 requests per batch size; µs per request: wall time, the calling process\'s CPU, PostgreSQL\'s CPU):',
+    "The group commit alone (`writeCaptures` called back to back on the idle machine, 10,000 requests per batch size; µs per request: wall time, the calling process's CPU, PostgreSQL's CPU):",
     '',
     '| store | requests per commit | wall µs/req | gateway process CPU µs/req | PostgreSQL CPU µs/req |',
     '|---|---:|---:|---:|---:|',

@@ -16,7 +16,15 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions, ApiextensionsV1Api, type V1CustomResourceDefinition } from '@kubernetes/client-node';
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
+  ApiextensionsV1Api,
+  type V1CustomResourceDefinition,
+} from '@kubernetes/client-node';
 import { parse as parseYaml } from 'yaml';
 import { decodeSnapshot, encodeSnapshot } from '../api/snapshot/discovery.js';
 import { compile, type RawResource } from '../api/snapshot/index.js';
@@ -54,7 +62,12 @@ async function startKubeApiProcess(): Promise<{ url: string; stop(): void }> {
 async function propagation(debounceMs: number): Promise<{ p50: number; p99: number; max: number }> {
   const kube = await startKubeApiProcess();
   const kc = new KubeConfig();
-  kc.loadFromOptions({ clusters: [{ name: 'c', server: kube.url, skipTLSVerify: true }], users: [{ name: 'u' }], contexts: [{ name: 'x', cluster: 'c', user: 'u' }], currentContext: 'x' });
+  kc.loadFromOptions({
+    clusters: [{ name: 'c', server: kube.url, skipTLSVerify: true }],
+    users: [{ name: 'u' }],
+    contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
+    currentContext: 'x',
+  });
   const ext = kc.makeApiClient(ApiextensionsV1Api);
   for (const f of ['apikeys', 'groups', 'modelroutes']) {
     await ext.createCustomResourceDefinition({ body: parseYaml(readFileSync(`${ROOT}crds/${f}.tollgate.dev.yaml`, 'utf8')) as V1CustomResourceDefinition });
@@ -62,10 +75,25 @@ async function propagation(debounceMs: number): Promise<{ p50: number; p99: numb
   const core = kc.makeApiClient(CoreV1Api);
   const custom = kc.makeApiClient(CustomObjectsApi);
   await core.createNamespace({ body: { metadata: { name: 'bench' } } });
-  const cr = (plural: string, body: object) => custom.createNamespacedCustomObject({ group: 'tollgate.dev', version: 'v1alpha1', namespace: 'bench', plural, body });
-  await cr('modelroutes', { apiVersion: 'tollgate.dev/v1alpha1', kind: 'ModelRoute', metadata: { name: 'm' }, spec: { type: 'chat', backends: [{ provider: 'openai', baseURL: 'http://127.0.0.1:1/v1' }], pricing: { inputPerMillion: '1' } } });
+  const cr = (plural: string, body: object) =>
+    custom.createNamespacedCustomObject({ group: 'tollgate.dev', version: 'v1alpha1', namespace: 'bench', plural, body });
+  await cr('modelroutes', {
+    apiVersion: 'tollgate.dev/v1alpha1',
+    kind: 'ModelRoute',
+    metadata: { name: 'm' },
+    spec: { type: 'chat', backends: [{ provider: 'openai', baseURL: 'http://127.0.0.1:1/v1' }], pricing: { inputPerMillion: '1' } },
+  });
   await cr('groups', { apiVersion: 'tollgate.dev/v1alpha1', kind: 'Group', metadata: { name: 'g' }, spec: { models: ['m'] } });
-  const op = new Operator({ kubeConfig: kc, namespace: 'bench', grpcPort: 0, grpcHost: '127.0.0.1', metricsPort: null, debounceMs, lease: { identity: 'bench', retryMs: 200 }, log: silent });
+  const op = new Operator({
+    kubeConfig: kc,
+    namespace: 'bench',
+    grpcPort: 0,
+    grpcHost: '127.0.0.1',
+    metricsPort: null,
+    debounceMs,
+    lease: { identity: 'bench', retryMs: 200 },
+    log: silent,
+  });
   const { grpcPort } = await op.start();
   const source = new GrpcConfigSource({ url: `grpc://127.0.0.1:${grpcPort}`, log: silent, nodeId: 'bench' });
   let waiting: { price: string; resolve: () => void } | undefined;
@@ -80,7 +108,14 @@ async function propagation(debounceMs: number): Promise<{ p50: number; p99: numb
     const arrived = new Promise<void>((resolve) => (waiting = { price: String(BigInt(credits) * 1_000_000n), resolve }));
     const t0 = performance.now();
     await custom.patchNamespacedCustomObject(
-      { group: 'tollgate.dev', version: 'v1alpha1', namespace: 'bench', plural: 'modelroutes', name: 'm', body: { spec: { pricing: { inputPerMillion: credits } } } },
+      {
+        group: 'tollgate.dev',
+        version: 'v1alpha1',
+        namespace: 'bench',
+        plural: 'modelroutes',
+        name: 'm',
+        body: { spec: { pricing: { inputPerMillion: credits } } },
+      },
       setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
     );
     await arrived;
@@ -95,12 +130,26 @@ async function propagation(debounceMs: number): Promise<{ p50: number; p99: numb
 
 function snapshotCost(keys: number) {
   const resources: RawResource[] = [
-    { object: { apiVersion: 'tollgate.dev/v1alpha1', kind: 'ModelRoute', metadata: { name: 'm' }, spec: { type: 'chat', backends: [{ provider: 'openai', baseURL: 'http://127.0.0.1:1/v1' }], pricing: { inputPerMillion: '1' } } } },
+    {
+      object: {
+        apiVersion: 'tollgate.dev/v1alpha1',
+        kind: 'ModelRoute',
+        metadata: { name: 'm' },
+        spec: { type: 'chat', backends: [{ provider: 'openai', baseURL: 'http://127.0.0.1:1/v1' }], pricing: { inputPerMillion: '1' } },
+      },
+    },
     { object: { apiVersion: 'tollgate.dev/v1alpha1', kind: 'Group', metadata: { name: 'g' }, spec: { models: ['m'] } } },
   ];
   for (let i = 0; i < keys; i++) {
     const hash = createHash('sha256').update(`sk-service-bench-${i}`).digest('hex');
-    resources.push({ object: { apiVersion: 'tollgate.dev/v1alpha1', kind: 'ApiKey', metadata: { name: `key-${i}` }, spec: { group: 'g', account: `account-${i % 100}`, keyHash: `sha256:${hash}` } } });
+    resources.push({
+      object: {
+        apiVersion: 'tollgate.dev/v1alpha1',
+        kind: 'ApiKey',
+        metadata: { name: `key-${i}` },
+        spec: { group: 'g', account: `account-${i % 100}`, keyHash: `sha256:${hash}` },
+      },
+    });
   }
   let t = performance.now();
   const { config, errors } = compile(resources, { cluster: true });
@@ -125,9 +174,15 @@ function snapshotCost(keys: number) {
 const f = (n: number) => n.toFixed(1);
 const lines: string[] = [];
 lines.push(SECTION, '');
-lines.push(`Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC by \`npx tsx bench/operator.ts\` on ${cpus().length} × ${cpus()[0]?.model.split(' ').slice(0, 2).join(' ') ?? 'CPU'}, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, Node ${process.version}; the machine is shared, so read the figures as orders of magnitude.`, '');
+lines.push(
+  `Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC by \`npx tsx bench/operator.ts\` on ${cpus().length} × ${cpus()[0]?.model.split(' ').slice(0, 2).join(' ') ?? 'CPU'}, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, Node ${process.version}; the machine is shared, so read the figures as orders of magnitude.`,
+  '',
+);
 lines.push(`### Change -> proxy (${rounds} price patches, one after another)`, '');
-lines.push('From sending the PATCH to the kube-API test server (own process) until a proxy-side config source has swapped in the snapshot with the new price: watch event, debounce, compile, gRPC push, check, swap.', '');
+lines.push(
+  'From sending the PATCH to the kube-API test server (own process) until a proxy-side config source has swapped in the snapshot with the new price: watch event, debounce, compile, gRPC push, check, swap.',
+  '',
+);
 lines.push('| debounce ms | p50 ms | p99 ms | max ms |', '|---:|---:|---:|---:|');
 for (const d of debounces) {
   const r = await propagation(d);
@@ -135,8 +190,14 @@ for (const d of debounces) {
   process.stderr.write(`debounce ${d}: p50 ${f(r.p50)} ms p99 ${f(r.p99)} ms\n`);
 }
 lines.push('', '### Snapshot cost by number of keys', '');
-lines.push('Operator: compile (every resource parsed and checked) and encode. Proxy: decode and check (content hash), and the whole accept (check + runtime build) before a swap.', '');
-lines.push('| keys | compile ms | encode ms | snapshot KiB | proxy decode+hash ms | proxy accept ms | runtime build ms |', '|---:|---:|---:|---:|---:|---:|---:|');
+lines.push(
+  'Operator: compile (every resource parsed and checked) and encode. Proxy: decode and check (content hash), and the whole accept (check + runtime build) before a swap.',
+  '',
+);
+lines.push(
+  '| keys | compile ms | encode ms | snapshot KiB | proxy decode+hash ms | proxy accept ms | runtime build ms |',
+  '|---:|---:|---:|---:|---:|---:|---:|',
+);
 snapshotCost(500); // warm-up: the first pass pays for JIT compilation
 for (const n of keyCounts) {
   const r = snapshotCost(n);

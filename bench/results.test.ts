@@ -5,11 +5,15 @@ const DOC = '# Benchmark results\n\n## Chat overhead\n\nold chat\n\n## Billing\n
 
 describe('replaceSection', () => {
   it('replaces a middle section and keeps the ones around it', () => {
-    expect(replaceSection(DOC, '## Chat overhead', '## Chat overhead\n\nnew chat\n')).toBe('# Benchmark results\n\n## Chat overhead\n\nnew chat\n\n## Billing\n\nold billing\n');
+    expect(replaceSection(DOC, '## Chat overhead', '## Chat overhead\n\nnew chat\n')).toBe(
+      '# Benchmark results\n\n## Chat overhead\n\nnew chat\n\n## Billing\n\nold billing\n',
+    );
   });
 
   it('replaces the last section', () => {
-    expect(replaceSection(DOC, '## Billing', '## Billing\n\nnew billing\n')).toBe('# Benchmark results\n\n## Chat overhead\n\nold chat\n\n## Billing\n\nnew billing\n');
+    expect(replaceSection(DOC, '## Billing', '## Billing\n\nnew billing\n')).toBe(
+      '# Benchmark results\n\n## Chat overhead\n\nold chat\n\n## Billing\n\nnew billing\n',
+    );
   });
 
   it('appends a section that is not there yet, and does not take a longer heading for it', () => {
@@ -24,6 +28,8 @@ describe('replaceSection', () => {
 
 describe('measuredBy', () => {
   it('names the time, the command and the machine', () => {
-    expect(measuredBy('npx tsx bench/x.ts')).toMatch(/^Measured \d{4}-\d\d-\d\d \d\d:\d\d UTC by `npx tsx bench\/x\.ts` on \d+ × .+, \d+\.\d GiB, Node v\d+\.\d+\.\d+$/);
+    expect(measuredBy('npx tsx bench/x.ts')).toMatch(
+      /^Measured \d{4}-\d\d-\d\d \d\d:\d\d UTC by `npx tsx bench\/x\.ts` on \d+ × .+, \d+\.\d GiB, Node v\d+\.\d+\.\d+$/,
+    );
   });
 });

@@ -28,7 +28,11 @@ const connectionsList = (process.env.BENCH_CONNECTIONS ?? '1,50').split(',').map
 
 function startChild(args: string[], env: Record<string, string> = {}): Promise<{ child: ChildProcess; url: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'bench/chat/servers.ts', ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'bench/chat/servers.ts', ...args], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: { ...process.env, ...env },
+    });
     let buf = '';
     child.stdout!.on('data', (d: Buffer) => {
       buf += d.toString();
@@ -141,8 +145,14 @@ function render(rows: Row[], idle: Record<string, number>): string {
     const fifty = at('json', 50);
     const fiftyS = at('stream', 50);
     const goals: string[] = [];
-    if (one) goals.push(`- added p50 at 1 connection (goal ≤ 0.3 ms): JSON ${signed(one.gateway.p50 - one.direct.p50)} ms${oneS ? `, SSE ${signed(oneS.gateway.p50 - oneS.direct.p50)} ms` : ''}`);
-    if (fifty) goals.push(`- throughput at 50 connections (goal ≥ 40% of direct): JSON ${((fifty.gateway.rps / fifty.direct.rps) * 100).toFixed(0)}%${fiftyS ? `, SSE ${((fiftyS.gateway.rps / fiftyS.direct.rps) * 100).toFixed(0)}%` : ''}`);
+    if (one)
+      goals.push(
+        `- added p50 at 1 connection (goal ≤ 0.3 ms): JSON ${signed(one.gateway.p50 - one.direct.p50)} ms${oneS ? `, SSE ${signed(oneS.gateway.p50 - oneS.direct.p50)} ms` : ''}`,
+      );
+    if (fifty)
+      goals.push(
+        `- throughput at 50 connections (goal ≥ 40% of direct): JSON ${((fifty.gateway.rps / fifty.direct.rps) * 100).toFixed(0)}%${fiftyS ? `, SSE ${((fiftyS.gateway.rps / fiftyS.direct.rps) * 100).toFixed(0)}%` : ''}`,
+      );
     if (oneS) goals.push(`- first byte added, SSE at 1 connection (goal ≤ 0.5 ms): ${signed(oneS.gateway.ttfb50 - oneS.direct.ttfb50)} ms`);
     if (goals.length) lines.push(...goals, '');
   }

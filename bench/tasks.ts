@@ -66,7 +66,16 @@ function merge(parts: LoadResult[]): LoadResult {
   const seconds = Math.max(...parts.map((p) => p.seconds));
   const requests = parts.reduce((n, p) => n + p.requests, 0);
   const worst = (f: (p: LoadResult) => number) => Math.max(...parts.map(f));
-  return { requests, errors: parts.reduce((n, p) => n + p.errors, 0), seconds, rps: parts.reduce((n, p) => n + p.rps, 0), p50: worst((p) => p.p50), p99: worst((p) => p.p99), ttfb50: worst((p) => p.ttfb50), ttfb99: worst((p) => p.ttfb99) };
+  return {
+    requests,
+    errors: parts.reduce((n, p) => n + p.errors, 0),
+    seconds,
+    rps: parts.reduce((n, p) => n + p.rps, 0),
+    p50: worst((p) => p.p50),
+    p99: worst((p) => p.p99),
+    ttfb50: worst((p) => p.ttfb50),
+    ttfb99: worst((p) => p.ttfb99),
+  };
 }
 
 /** A transaction per submission, or the gateway's group commits (AdmissionQueue). */
@@ -152,11 +161,26 @@ async function main(): Promise<void> {
     const perSecond = { '720p': '0.10' };
     const { config, errors } = compile(
       [
-        { apiVersion: 'tollgate.dev/v1alpha1', kind: 'ModelRoute', metadata: { name: 'img' }, spec: { type: 'image', backends: [{ provider: 'openai', baseURL: `${sim.url}/v1` }], pricing: { perImage: { '1K': '0.02' } } } },
-        { apiVersion: 'tollgate.dev/v1alpha1', kind: 'ModelRoute', metadata: { name: 'vid' }, spec: { type: 'video', backends: [{ provider: 'openai', baseURL: `${sim.url}/v1`, model: 'video-sim' }], pricing: { perSecond } } },
+        {
+          apiVersion: 'tollgate.dev/v1alpha1',
+          kind: 'ModelRoute',
+          metadata: { name: 'img' },
+          spec: { type: 'image', backends: [{ provider: 'openai', baseURL: `${sim.url}/v1` }], pricing: { perImage: { '1K': '0.02' } } },
+        },
+        {
+          apiVersion: 'tollgate.dev/v1alpha1',
+          kind: 'ModelRoute',
+          metadata: { name: 'vid' },
+          spec: { type: 'video', backends: [{ provider: 'openai', baseURL: `${sim.url}/v1`, model: 'video-sim' }], pricing: { perSecond } },
+        },
         { apiVersion: 'tollgate.dev/v1alpha1', kind: 'Group', metadata: { name: 'g' }, spec: { models: ['img', 'vid'] } },
         { apiVersion: 'tollgate.dev/v1alpha1', kind: 'ApiKey', metadata: { name: 'bench' }, spec: { group: 'g', account: 'bench-0', keyHash: sha(KEY) } },
-        ...Array.from({ length: KEYS }, (_, i) => ({ apiVersion: 'tollgate.dev/v1alpha1', kind: 'ApiKey', metadata: { name: `bench-${i}` }, spec: { group: 'g', account: `bench-${i}`, keyHash: sha(keyOf(i)) } })),
+        ...Array.from({ length: KEYS }, (_, i) => ({
+          apiVersion: 'tollgate.dev/v1alpha1',
+          kind: 'ApiKey',
+          metadata: { name: `bench-${i}` },
+          spec: { group: 'g', account: `bench-${i}`, keyHash: sha(keyOf(i)) },
+        })),
       ].map((object): RawResource => ({ object })),
     );
     if (errors.length) throw new Error(JSON.stringify(errors));
@@ -183,7 +207,15 @@ async function main(): Promise<void> {
           // The same connections spread over KEYS keys, each paid by its own account.
           const parts = await Promise.all(
             Array.from({ length: KEYS }, (_, i) =>
-              runLoad({ url: gw.url, path, headers: { authorization: `Bearer ${keyOf(i)}` }, body: JSON.stringify(body), connections: connections / KEYS, warmupMs, durationMs }),
+              runLoad({
+                url: gw.url,
+                path,
+                headers: { authorization: `Bearer ${keyOf(i)}` },
+                body: JSON.stringify(body),
+                connections: connections / KEYS,
+                warmupMs,
+                durationMs,
+              }),
             ),
           );
           httpRows.push({ kind, connections, accounts: `${KEYS}`, r: merge(parts) });
@@ -230,7 +262,9 @@ function render(storeRows: StoreRow[], httpRows: HttpRow[]): string {
     '',
     '| endpoint | connections | paying accounts | accepted/s | p50 / p99 ms | errors |',
     '|---|---:|---:|---:|---:|---:|',
-    ...httpRows.map((h) => `| POST /v1/${h.kind}s/generations | ${h.connections} | ${h.accounts} | ${h.r.rps.toFixed(0)} | ${ms(h.r.p50)} / ${ms(h.r.p99)} | ${h.r.errors} |`),
+    ...httpRows.map(
+      (h) => `| POST /v1/${h.kind}s/generations | ${h.connections} | ${h.accounts} | ${h.r.rps.toFixed(0)} | ${ms(h.r.p50)} / ${ms(h.r.p99)} | ${h.r.errors} |`,
+    ),
     '',
     `Goal (issue 6): at least ${GOAL} accepted submissions/s (hold + insert, on PostgreSQL): ${best.toFixed(0)}/s at best on the store${best >= GOAL ? '' : ' (not met)'}, ${bestHttp.toFixed(0)}/s at best through HTTP.`,
     '',

@@ -29,6 +29,7 @@ export function portFlag(name: string, value: string | undefined, fallback: numb
 export function wholeFlag(name: string, value: string | undefined, unit: string, min = 0): number | undefined {
   if (value === undefined) return undefined;
   const n = Number(value);
-  if (!Number.isInteger(n) || n < min) throw new UsageError(`--${name} must be a whole number of ${unit}${min > 0 ? ` (at least ${min})` : ''}, got "${value}"`);
+  if (!Number.isInteger(n) || n < min)
+    throw new UsageError(`--${name} must be a whole number of ${unit}${min > 0 ? ` (at least ${min})` : ''}, got "${value}"`);
   return n;
 }

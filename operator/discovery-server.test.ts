@@ -20,7 +20,14 @@ function memoryLog(lines: Line[] = []): Logger {
 
 function config(price: string): GatewayConfig {
   return compile([
-    { object: { apiVersion: 'tollgate.dev/v1alpha1', kind: 'ModelRoute', metadata: { name: 'm' }, spec: { type: 'chat', backends: [{ provider: 'openai', baseURL: 'http://127.0.0.1:1/v1' }], pricing: { inputPerMillion: price } } } },
+    {
+      object: {
+        apiVersion: 'tollgate.dev/v1alpha1',
+        kind: 'ModelRoute',
+        metadata: { name: 'm' },
+        spec: { type: 'chat', backends: [{ provider: 'openai', baseURL: 'http://127.0.0.1:1/v1' }], pricing: { inputPerMillion: price } },
+      },
+    },
     { object: { apiVersion: 'tollgate.dev/v1alpha1', kind: 'Group', metadata: { name: 'g' }, spec: { models: ['m'] } } },
   ]).config;
 }
@@ -117,7 +124,27 @@ describe('discovery server', () => {
 
   it.skipIf(!existsSync('/usr/bin/openssl'))('serves over TLS with --tls-cert / --tls-key', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'tg-optls-'));
-    execFileSync('/usr/bin/openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-days', '1', '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost'], { stdio: 'ignore' });
+    execFileSync(
+      '/usr/bin/openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-keyout',
+        join(dir, 'key.pem'),
+        '-out',
+        join(dir, 'cert.pem'),
+        '-days',
+        '1',
+        '-subj',
+        '/CN=localhost',
+        '-addext',
+        'subjectAltName=DNS:localhost',
+      ],
+      { stdio: 'ignore' },
+    );
     const { server, port } = await serve({ tlsCert: join(dir, 'cert.pem'), tlsKey: join(dir, 'key.pem') });
     const v1 = config('1');
     server.setSnapshot(v1);

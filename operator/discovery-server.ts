@@ -140,7 +140,12 @@ export class DiscoveryServer {
     if (req.error_detail) {
       this.nacks++;
       peer.lastNack = peer.sentVersion;
-      this.opts.log.warn('proxy rejected a snapshot (NACK)', { node: peer.nodeId, version: peer.sentVersion, keeps: req.version_info || null, error: req.error_detail });
+      this.opts.log.warn('proxy rejected a snapshot (NACK)', {
+        node: peer.nodeId,
+        version: peer.sentVersion,
+        keeps: req.version_info || null,
+        error: req.error_detail,
+      });
     } else {
       peer.acked = req.version_info;
       const { connected, acked } = this.stats();

@@ -9,7 +9,10 @@ import type { DesiredReady, KubeObject } from './status.js';
  */
 
 /** The Event a Ready change deserves, or undefined when only the message or generation moved. */
-export function readyEventOf(prev: { status?: string; reason?: string } | undefined, want: DesiredReady): { type: 'Normal' | 'Warning'; reason: string; message: string } | undefined {
+export function readyEventOf(
+  prev: { status?: string; reason?: string } | undefined,
+  want: DesiredReady,
+): { type: 'Normal' | 'Warning'; reason: string; message: string } | undefined {
   if (prev && prev.status === want.status && prev.reason === want.reason) return undefined;
   // The moment between an ApiKey's creation and its minted Secret is no news: KeyMinted follows.
   if (want.reason === 'KeyPending') return undefined;

@@ -5,17 +5,48 @@ import { Counter, Gauge, Registry } from 'prom-client';
 /** The operator's own registry (never the prom-client global one). */
 export class OperatorMetrics {
   readonly registry = new Registry();
-  readonly snapshotInfo = new Gauge({ name: 'tollgate_operator_snapshot_info', help: 'The config snapshot in service (1 for the current version)', labelNames: ['version'], registers: [this.registry] });
-  readonly snapshotResources = new Gauge({ name: 'tollgate_operator_snapshot_objects', help: 'Models, groups and keys in the current snapshot', labelNames: ['type'], registers: [this.registry] });
-  readonly compileErrors = new Gauge({ name: 'tollgate_operator_compile_errors', help: 'Resources left out of the snapshot by compile errors', registers: [this.registry] });
-  readonly proxiesConnected = new Gauge({ name: 'tollgate_operator_proxies_connected', help: 'Proxy streams connected to config discovery', registers: [this.registry] });
-  readonly proxiesAcked = new Gauge({ name: 'tollgate_operator_proxies_acked', help: 'Proxy streams that ACKed the current snapshot', registers: [this.registry] });
+  readonly snapshotInfo = new Gauge({
+    name: 'tollgate_operator_snapshot_info',
+    help: 'The config snapshot in service (1 for the current version)',
+    labelNames: ['version'],
+    registers: [this.registry],
+  });
+  readonly snapshotResources = new Gauge({
+    name: 'tollgate_operator_snapshot_objects',
+    help: 'Models, groups and keys in the current snapshot',
+    labelNames: ['type'],
+    registers: [this.registry],
+  });
+  readonly compileErrors = new Gauge({
+    name: 'tollgate_operator_compile_errors',
+    help: 'Resources left out of the snapshot by compile errors',
+    registers: [this.registry],
+  });
+  readonly proxiesConnected = new Gauge({
+    name: 'tollgate_operator_proxies_connected',
+    help: 'Proxy streams connected to config discovery',
+    registers: [this.registry],
+  });
+  readonly proxiesAcked = new Gauge({
+    name: 'tollgate_operator_proxies_acked',
+    help: 'Proxy streams that ACKed the current snapshot',
+    registers: [this.registry],
+  });
   readonly nacks = new Counter({ name: 'tollgate_operator_nacks_total', help: 'Snapshots rejected by proxies', registers: [this.registry] });
   readonly reconciles = new Counter({ name: 'tollgate_operator_reconciles_total', help: 'Compile passes', registers: [this.registry] });
-  readonly statusWrites = new Counter({ name: 'tollgate_operator_status_writes_total', help: 'Status subresource writes', labelNames: ['kind'], registers: [this.registry] });
+  readonly statusWrites = new Counter({
+    name: 'tollgate_operator_status_writes_total',
+    help: 'Status subresource writes',
+    labelNames: ['kind'],
+    registers: [this.registry],
+  });
   readonly keysMinted = new Counter({ name: 'tollgate_operator_keys_minted_total', help: 'API keys minted into Secrets', registers: [this.registry] });
   readonly leader = new Gauge({ name: 'tollgate_operator_leader', help: '1 while this replica holds the lease', registers: [this.registry] });
-  readonly queueRetries = new Counter({ name: 'tollgate_operator_queue_retries_total', help: 'Work items retried after a failure', registers: [this.registry] });
+  readonly queueRetries = new Counter({
+    name: 'tollgate_operator_queue_retries_total',
+    help: 'Work items retried after a failure',
+    registers: [this.registry],
+  });
 
   private lastVersion: string | undefined;
 

@@ -14,7 +14,11 @@ describe('key minting', () => {
   it('puts the key in a Secret owned by the ApiKey (by uid), which only that ApiKey owns', () => {
     const apiKey = { metadata: { name: 'team-a', namespace: 'ns', uid: 'uid-1' } };
     const s = mintedSecret(apiKey, 'ns', 'sk-service-x');
-    expect(s.metadata).toMatchObject({ name: 'team-a-key', namespace: 'ns', ownerReferences: [{ kind: 'ApiKey', name: 'team-a', uid: 'uid-1', controller: true, blockOwnerDeletion: true }] });
+    expect(s.metadata).toMatchObject({
+      name: 'team-a-key',
+      namespace: 'ns',
+      ownerReferences: [{ kind: 'ApiKey', name: 'team-a', uid: 'uid-1', controller: true, blockOwnerDeletion: true }],
+    });
     expect(Buffer.from(s.data!.apiKey!, 'base64').toString()).toBe('sk-service-x');
     const secret = { metadata: { name: s.metadata!.name!, ownerReferences: s.metadata!.ownerReferences! } };
     expect(ownedBy(secret, apiKey)).toBe(true);

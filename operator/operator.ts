@@ -152,7 +152,10 @@ export class Operator {
       const list = () =>
         (ns
           ? this.custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural })
-          : this.custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural })) as Promise<{ items: KubernetesObject[]; metadata?: { resourceVersion?: string } }>;
+          : this.custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural })) as Promise<{
+          items: KubernetesObject[];
+          metadata?: { resourceVersion?: string };
+        }>;
       this.watch(kind, path, list);
     }
     this.watch(
@@ -366,8 +369,18 @@ export class Operator {
       throw err;
     }
     this.metrics.statusWrites.inc({ kind });
-    this.log.info('status updated', { kind, namespace, name, ready: want.status, reason: want.reason, message: want.status === 'False' ? want.message : undefined });
-    const event = readyEventOf(o.status?.conditions?.find((c) => c.type === 'Ready'), want);
+    this.log.info('status updated', {
+      kind,
+      namespace,
+      name,
+      ready: want.status,
+      reason: want.reason,
+      message: want.status === 'False' ? want.message : undefined,
+    });
+    const event = readyEventOf(
+      o.status?.conditions?.find((c) => c.type === 'Ready'),
+      want,
+    );
     if (event) await this.recordEvent(kind, o, event);
   }
 
@@ -404,7 +417,11 @@ export class Operator {
     this.mintConflicts.delete(ref);
     this.metrics.keysMinted.inc();
     this.log.info('minted an API key', { apikey: `${ns}/${name}`, secret: secretName });
-    await this.recordEvent('ApiKey', key, { type: 'Normal', reason: 'KeyMinted', message: `minted a key into Secret "${secretName}" (data key "${SECRET_DATA_KEY}")` });
+    await this.recordEvent('ApiKey', key, {
+      type: 'Normal',
+      reason: 'KeyMinted',
+      message: `minted a key into Secret "${secretName}" (data key "${SECRET_DATA_KEY}")`,
+    });
   }
 
   private conflict(ref: string, secretName: string) {

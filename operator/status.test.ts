@@ -6,8 +6,17 @@ const err = (kind: string, field: string, message = 'bad') => ({ kind, name: 'x'
 
 describe('Ready condition', () => {
   it('names the first error field, counts the rest and carries observedGeneration', () => {
-    const d = desiredReady({ kind: 'Group', object: obj(), errors: [err('Group', 'spec.models[1]', 'no valid ModelRoute defines model "y"'), err('Group', 'spec.priceOverrides.z')] });
-    expect(d).toEqual({ status: 'False', reason: 'ModelNotFound', message: 'spec.models[1]: no valid ModelRoute defines model "y" (and 1 more)', observedGeneration: 3 });
+    const d = desiredReady({
+      kind: 'Group',
+      object: obj(),
+      errors: [err('Group', 'spec.models[1]', 'no valid ModelRoute defines model "y"'), err('Group', 'spec.priceOverrides.z')],
+    });
+    expect(d).toEqual({
+      status: 'False',
+      reason: 'ModelNotFound',
+      message: 'spec.models[1]: no valid ModelRoute defines model "y" (and 1 more)',
+      observedGeneration: 3,
+    });
   });
 
   it('maps compile errors to stable reasons', () => {

@@ -12,7 +12,15 @@ export interface DesiredReady {
 export interface KubeObject {
   apiVersion?: string;
   kind?: string;
-  metadata: { name: string; namespace?: string; uid?: string; generation?: number; resourceVersion?: string; labels?: Record<string, string>; ownerReferences?: OwnerReference[] };
+  metadata: {
+    name: string;
+    namespace?: string;
+    uid?: string;
+    generation?: number;
+    resourceVersion?: string;
+    labels?: Record<string, string>;
+    ownerReferences?: OwnerReference[];
+  };
   spec?: Record<string, unknown>;
   status?: { conditions?: Condition[]; observedGeneration?: number; secretName?: string; [k: string]: unknown };
   data?: Record<string, string>;
@@ -87,14 +95,21 @@ export function desiredReady(ctx: ReadyContext): DesiredReady {
 export function readyChanged(current: KubeObject['status'], want: DesiredReady): boolean {
   const c = current?.conditions?.find((x) => x.type === 'Ready');
   if (!c) return true;
-  return c.status !== want.status || c.reason !== want.reason || c.message !== want.message || c.observedGeneration !== want.observedGeneration || current?.observedGeneration !== want.observedGeneration;
+  return (
+    c.status !== want.status ||
+    c.reason !== want.reason ||
+    c.message !== want.message ||
+    c.observedGeneration !== want.observedGeneration ||
+    current?.observedGeneration !== want.observedGeneration
+  );
 }
 
 /** The status to write: other conditions kept, Ready replaced, its transition time kept when the status did not flip. */
 export function nextStatus(current: KubeObject['status'], want: DesiredReady, now: Date, extra: Record<string, unknown> = {}): Record<string, unknown> {
   const others = (current?.conditions ?? []).filter((c) => c.type !== 'Ready');
   const prev = current?.conditions?.find((c) => c.type === 'Ready');
-  const lastTransitionTime = prev && prev.status === want.status && prev.lastTransitionTime ? prev.lastTransitionTime : now.toISOString().replace(/\.\d+Z$/, 'Z');
+  const lastTransitionTime =
+    prev && prev.status === want.status && prev.lastTransitionTime ? prev.lastTransitionTime : now.toISOString().replace(/\.\d+Z$/, 'Z');
   const ready: Condition = { type: 'Ready', ...want, lastTransitionTime };
   return {
     ...(current ?? {}),

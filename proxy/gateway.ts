@@ -80,7 +80,9 @@ export async function startGateway(opts: StartOptions): Promise<Gateway> {
     ...opts.options,
   };
   const base = { store, log, registry: metrics.registry, config: () => runtime, options };
-  const limiter = new RateLimiter(opts.redisUrl ? new RedisCounter(new Redis(opts.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 2 })) : new MemoryCounter());
+  const limiter = new RateLimiter(
+    opts.redisUrl ? new RedisCounter(new Redis(opts.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 2 })) : new MemoryCounter(),
+  );
   const billing = countTokens(opts.billing(base), limiter, log);
   const deps: GatewayDeps = { ...base, billing };
   const features = opts.features.map((f) => f(deps));

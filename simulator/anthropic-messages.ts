@@ -17,7 +17,8 @@ export function anthropicError(r: SimRequest, status: number, type: string, mess
 }
 
 function failure(r: SimRequest, d: Directives, stream: boolean): boolean {
-  if (d.status === 429) anthropicError(r, 429, 'rate_limit_error', 'Number of request tokens has exceeded your per-minute rate limit (simulated).', { 'retry-after': '7' });
+  if (d.status === 429)
+    anthropicError(r, 429, 'rate_limit_error', 'Number of request tokens has exceeded your per-minute rate limit (simulated).', { 'retry-after': '7' });
   else if (d.status === 500 || (d.fail && !stream)) anthropicError(r, 500, 'api_error', 'Internal server error (simulated).');
   else return false;
   return true;
@@ -115,7 +116,13 @@ async function messages(r: SimRequest): Promise<void> {
     if (c.hit) read = tokens;
     else write = tokens;
   }
-  const usage = { input_tokens: total - read - write, cache_creation_input_tokens: write, cache_read_input_tokens: read, output_tokens: plan.outputTokens, service_tier: 'standard' };
+  const usage = {
+    input_tokens: total - read - write,
+    cache_creation_input_tokens: write,
+    cache_read_input_tokens: read,
+    output_tokens: plan.outputTokens,
+    service_tier: 'standard',
+  };
   const id = simId('msg_sim');
   const model = body.model as string;
   const signature = Buffer.from(`sim:${id}`).toString('base64');
@@ -125,7 +132,12 @@ async function messages(r: SimRequest): Promise<void> {
     if (plan.reasoning.length) content.push({ type: 'thinking', thinking: plan.reasoning.join(''), signature });
     if (plan.tool) content.push({ type: 'tool_use', id: `toolu_${plan.tool.id}`, name: plan.tool.name, input: JSON.parse(plan.tool.arguments) as unknown });
     else content.push({ type: 'text', text: plan.text.join('') });
-    sendJson(r, 200, { id, type: 'message', role: 'assistant', model, content, stop_reason: stopReason, stop_sequence: null, usage }, { 'request-id': simId('req_') });
+    sendJson(
+      r,
+      200,
+      { id, type: 'message', role: 'assistant', model, content, stop_reason: stopReason, stop_sequence: null, usage },
+      { 'request-id': simId('req_') },
+    );
     return;
   }
 
@@ -134,7 +146,14 @@ async function messages(r: SimRequest): Promise<void> {
   const error = ev('error', { error: { type: 'overloaded_error', message: 'Overloaded (simulated)' } });
   const out = new SimStream(r, d, Math.max(1, Math.floor(contentEvents(plan) / 2)), error);
   const startUsage = { ...usage, output_tokens: 1 };
-  if (!(await out.send(ev('message_start', { message: { id, type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: startUsage } })))) return;
+  if (
+    !(await out.send(
+      ev('message_start', {
+        message: { id, type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: startUsage },
+      }),
+    ))
+  )
+    return;
   let index = 0;
   let pinged = false;
   const block = async (start: Record<string, unknown>, deltas: Record<string, unknown>[]): Promise<boolean> => {
@@ -156,7 +175,13 @@ async function messages(r: SimRequest): Promise<void> {
   if (plan.tool) {
     const deltas = plan.tool.pieces.map((p) => ({ type: 'input_json_delta', partial_json: p }));
     if (!(await block({ type: 'tool_use', id: `toolu_${plan.tool.id}`, name: plan.tool.name, input: {} }, deltas))) return;
-  } else if (!(await block({ type: 'text', text: '' }, plan.text.map((t) => ({ type: 'text_delta', text: t }))))) return;
+  } else if (
+    !(await block(
+      { type: 'text', text: '' },
+      plan.text.map((t) => ({ type: 'text_delta', text: t })),
+    ))
+  )
+    return;
   if (!(await out.send(ev('message_delta', { delta: { stop_reason: stopReason, stop_sequence: null }, usage: { output_tokens: plan.outputTokens } })))) return;
   out.end(ev('message_stop', {}));
 }

@@ -80,7 +80,12 @@ function valueFor(p: Record<string, unknown>, prompt: string): unknown {
     case 'object':
       return argumentsFor(p, prompt);
     default:
-      return prompt.replace(/\[sim:[^\]]*\]/g, '').trim().slice(0, 40) || 'sim';
+      return (
+        prompt
+          .replace(/\[sim:[^\]]*\]/g, '')
+          .trim()
+          .slice(0, 40) || 'sim'
+      );
   }
 }
 

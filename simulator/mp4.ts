@@ -51,7 +51,14 @@ function moov(s: Mp4Spec): Buffer {
   const hdlr = fullBox('hdlr', 0, 0, u32(0), Buffer.from('vide', 'latin1'), zeros(12), Buffer.from('VideoHandler\0', 'latin1'));
   const vmhd = fullBox('vmhd', 0, 1, zeros(8));
   const dinf = box('dinf', fullBox('dref', 0, 0, u32(1), fullBox('url ', 0, 1)));
-  const stbl = box('stbl', fullBox('stsd', 0, 0, u32(0)), fullBox('stts', 0, 0, u32(0)), fullBox('stsc', 0, 0, u32(0)), fullBox('stsz', 0, 0, u32(0, 0)), fullBox('stco', 0, 0, u32(0)));
+  const stbl = box(
+    'stbl',
+    fullBox('stsd', 0, 0, u32(0)),
+    fullBox('stts', 0, 0, u32(0)),
+    fullBox('stsc', 0, 0, u32(0)),
+    fullBox('stsz', 0, 0, u32(0, 0)),
+    fullBox('stco', 0, 0, u32(0)),
+  );
   const trak = box('trak', tkhd, box('mdia', mdhd, hdlr, box('minf', vmhd, dinf, stbl)));
   return box('moov', mvhd, trak);
 }

@@ -26,7 +26,12 @@ export function parseMultipart(body: Buffer, contentType: string | undefined): F
     if (name === undefined) return undefined;
     const filename = /\bfilename="([^"]*)"/i.exec(disposition)?.[1];
     const type = /content-type:\s*([^\r\n]+)/i.exec(headers)?.[1];
-    parts.push({ name, ...(filename !== undefined ? { filename } : {}), ...(type ? { contentType: type.trim() } : {}), data: body.subarray(headEnd + 4, next - 2) });
+    parts.push({
+      name,
+      ...(filename !== undefined ? { filename } : {}),
+      ...(type ? { contentType: type.trim() } : {}),
+      data: body.subarray(headEnd + 4, next - 2),
+    });
     pos = next;
   }
 }

@@ -87,7 +87,13 @@ async function chatCompletions(r: SimRequest): Promise<void> {
 
   if (!stream) {
     const message = tool
-      ? { role: 'assistant', content: null, tool_calls: [{ id: callId, type: 'function', function: { name: tool.name, arguments: tool.arguments } }], refusal: null, annotations: [] }
+      ? {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: callId, type: 'function', function: { name: tool.name, arguments: tool.arguments } }],
+          refusal: null,
+          annotations: [],
+        }
       : { role: 'assistant', content: plan.text.join(''), refusal: null, annotations: [] };
     const out = JSON.stringify({
       id,
@@ -112,7 +118,12 @@ async function chatCompletions(r: SimRequest): Promise<void> {
   const contentEvents = tool ? tool.pieces.length : plan.text.length;
   const out = new SimStream(r, d, Math.max(1, Math.floor(contentEvents / 2)), error);
   if (tool) {
-    const first = { role: 'assistant', content: null, tool_calls: [{ index: 0, id: callId, type: 'function', function: { name: tool.name, arguments: '' } }], refusal: null };
+    const first = {
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ index: 0, id: callId, type: 'function', function: { name: tool.name, arguments: '' } }],
+      refusal: null,
+    };
     if (!(await out.send(chunk(JSON.stringify(first), null)))) return;
     for (const p of tool.pieces) if (!(await out.send(chunk(JSON.stringify({ tool_calls: [{ index: 0, function: { arguments: p } }] }), null), true))) return;
   } else {

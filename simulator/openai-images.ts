@@ -14,9 +14,11 @@ import { simId } from './text.js';
  * which the safety system "rejects" (400 content_policy_violation).
  */
 function failure(r: SimRequest, d: Directives): boolean {
-  if (d.status === 429) openaiError(r, 429, 'Rate limit reached for images per minute (simulated).', 'requests', 'rate_limit_exceeded', null, { 'retry-after': '1' });
+  if (d.status === 429)
+    openaiError(r, 429, 'Rate limit reached for images per minute (simulated).', 'requests', 'rate_limit_exceeded', null, { 'retry-after': '1' });
   else if (d.status === 500) openaiError(r, 500, 'The server had an error while processing your request (simulated).', 'server_error', null);
-  else if (d.fail) openaiError(r, 400, 'Your request was rejected as a result of our safety system (simulated).', 'image_generation_user_error', 'content_policy_violation');
+  else if (d.fail)
+    openaiError(r, 400, 'Your request was rejected as a result of our safety system (simulated).', 'image_generation_user_error', 'content_policy_violation');
   else return false;
   return true;
 }
@@ -44,7 +46,12 @@ function answer(r: SimRequest, prompt: string, n: number, size: { width: number;
     output_format: 'png',
     quality,
     size: `${size.width}x${size.height}`,
-    usage: { input_tokens: Math.ceil(prompt.length / 4), output_tokens: 1056 * n, total_tokens: Math.ceil(prompt.length / 4) + 1056 * n, input_tokens_details: { image_tokens: 0, text_tokens: Math.ceil(prompt.length / 4) } },
+    usage: {
+      input_tokens: Math.ceil(prompt.length / 4),
+      output_tokens: 1056 * n,
+      total_tokens: Math.ceil(prompt.length / 4) + 1056 * n,
+      input_tokens_details: { image_tokens: 0, text_tokens: Math.ceil(prompt.length / 4) },
+    },
   });
   r.res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-request-id': simId('req_') });
   r.res.end(body);

@@ -121,8 +121,21 @@ async function responses(r: SimRequest): Promise<void> {
     ...(encrypted ? { encrypted_content: Buffer.from(`sim:${reasoningId}`).toString('base64') } : {}),
   });
   const textPart = (text: string) => ({ type: 'output_text', text, annotations: [], logprobs: [] });
-  const messageItem = (status: string, text?: string) => ({ id: msgId, type: 'message', status, role: 'assistant', content: text === undefined ? [] : [textPart(text)] });
-  const callItem = (status: string, args: string) => ({ id: fcId, type: 'function_call', status, arguments: args, call_id: `call_${plan.tool!.id}`, name: plan.tool!.name });
+  const messageItem = (status: string, text?: string) => ({
+    id: msgId,
+    type: 'message',
+    status,
+    role: 'assistant',
+    content: text === undefined ? [] : [textPart(text)],
+  });
+  const callItem = (status: string, args: string) => ({
+    id: fcId,
+    type: 'function_call',
+    status,
+    arguments: args,
+    call_id: `call_${plan.tool!.id}`,
+    name: plan.tool!.name,
+  });
   const finalOutput: unknown[] = [];
   if (plan.reasoning.length) finalOutput.push(reasoningItem());
   if (plan.tool) finalOutput.push(callItem('completed', plan.tool.arguments));
@@ -136,7 +149,10 @@ async function responses(r: SimRequest): Promise<void> {
   r.res.writeHead(200, sseHeaders('x-request-id', simId('req_')));
   let seq = 0;
   const ev = (type: string, data: Record<string, unknown>) => `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: seq++, ...data })}\n\n`;
-  const failed = () => ev('response.failed', { response: response('failed', [], { error: { code: 'server_error', message: 'The model failed to generate a response (simulated).' } }) });
+  const failed = () =>
+    ev('response.failed', {
+      response: response('failed', [], { error: { code: 'server_error', message: 'The model failed to generate a response (simulated).' } }),
+    });
   const out = new SimStream(r, d, Math.max(1, Math.floor(contentEvents(plan) / 2)), failed);
   if (!(await out.send(ev('response.created', { response: response('in_progress', []) })))) return;
   if (!(await out.send(ev('response.in_progress', { response: response('in_progress', []) })))) return;
@@ -157,8 +173,14 @@ async function responses(r: SimRequest): Promise<void> {
   }
   if (plan.tool) {
     if (!(await out.send(ev('response.output_item.added', { output_index: index, item: callItem('in_progress', '') })))) return;
-    for (const p of plan.tool.pieces) if (!(await out.send(ev('response.function_call_arguments.delta', { item_id: fcId, output_index: index, delta: p }), true))) return;
-    if (!(await out.send(ev('response.function_call_arguments.done', { item_id: fcId, output_index: index, name: plan.tool.name, arguments: plan.tool.arguments })))) return;
+    for (const p of plan.tool.pieces)
+      if (!(await out.send(ev('response.function_call_arguments.delta', { item_id: fcId, output_index: index, delta: p }), true))) return;
+    if (
+      !(await out.send(
+        ev('response.function_call_arguments.done', { item_id: fcId, output_index: index, name: plan.tool.name, arguments: plan.tool.arguments }),
+      ))
+    )
+      return;
     if (!(await out.send(ev('response.output_item.done', { output_index: index, item: callItem('completed', plan.tool.arguments) })))) return;
   } else {
     const text = plan.text.join('');

@@ -94,7 +94,8 @@ function fieldsOf(r: SimRequest): Record<string, unknown> | undefined {
 
 async function create(r: SimRequest): Promise<void> {
   const f = fieldsOf(r);
-  if (!f || typeof f.prompt !== 'string' || f.prompt === '') return openaiError(r, 400, "Invalid request: 'prompt' is required.", 'invalid_request_error', 'missing_required_parameter', 'prompt');
+  if (!f || typeof f.prompt !== 'string' || f.prompt === '')
+    return openaiError(r, 400, "Invalid request: 'prompt' is required.", 'invalid_request_error', 'missing_required_parameter', 'prompt');
   const model = typeof f.model === 'string' ? f.model : 'sora-2';
   const sora = model.startsWith('sora');
   const seconds = f.seconds === undefined ? '4' : String(f.seconds);
@@ -102,12 +103,15 @@ async function create(r: SimRequest): Promise<void> {
     return openaiError(r, 400, `Invalid value for 'seconds': '${seconds}'.`, 'invalid_request_error', 'invalid_value', 'seconds');
   }
   const size = f.size === undefined ? '720x1280' : String(f.size);
-  if (sora ? !SORA_SIZES.includes(size) : !/^\d{2,4}x\d{2,4}$/.test(size)) return openaiError(r, 400, `Invalid value for 'size': '${size}'.`, 'invalid_request_error', 'invalid_value', 'size');
+  if (sora ? !SORA_SIZES.includes(size) : !/^\d{2,4}x\d{2,4}$/.test(size))
+    return openaiError(r, 400, `Invalid value for 'size': '${size}'.`, 'invalid_request_error', 'invalid_value', 'size');
   const d = parseDirectives(f.prompt);
   const v = videoDirectives(f.prompt);
-  if (d.status === 429) return openaiError(r, 429, 'Rate limit reached for videos per minute (simulated).', 'requests', 'rate_limit_exceeded', null, { 'retry-after': '1' });
+  if (d.status === 429)
+    return openaiError(r, 429, 'Rate limit reached for videos per minute (simulated).', 'requests', 'rate_limit_exceeded', null, { 'retry-after': '1' });
   if (d.status === 500) return openaiError(r, 500, 'The server had an error while processing your request (simulated).', 'server_error', null);
-  if (v.blocked) return openaiError(r, 400, 'Your request was blocked by our moderation system (simulated).', 'invalid_request_error', 'moderation_blocked', 'prompt');
+  if (v.blocked)
+    return openaiError(r, 400, 'Your request was blocked by our moderation system (simulated).', 'invalid_request_error', 'moderation_blocked', 'prompt');
   const now = Date.now();
   const asked = Number(seconds);
   const j: Job = {
@@ -138,7 +142,8 @@ function find(r: SimRequest): Job | undefined {
 async function content(r: SimRequest): Promise<void> {
   const j = find(r);
   if (!j) return;
-  if (view(j).status !== 'completed') return openaiError(r, 409, 'Video is not ready yet; poll until its status is completed.', 'invalid_request_error', 'video_not_ready');
+  if (view(j).status !== 'completed')
+    return openaiError(r, 409, 'Video is not ready yet; poll until its status is completed.', 'invalid_request_error', 'video_not_ready');
   const [width, height] = j.size.split('x').map(Number) as [number, number];
   const file = mp4File({ durationMs: j.actualSeconds * 1000, width, height, mediaBytes: j.mediaBytes, seed: j.createdAt });
   r.res.writeHead(200, { 'content-type': 'video/mp4', 'content-length': file.size });

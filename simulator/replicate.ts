@@ -38,7 +38,8 @@ function predictionsOf(sim: SimContext) {
   return m;
 }
 
-const problem = (r: SimRequest, status: number, title: string, detail: string, headers: Record<string, string> = {}) => sendJson(r, status, { title, detail, status }, headers);
+const problem = (r: SimRequest, status: number, title: string, detail: string, headers: Record<string, string> = {}) =>
+  sendJson(r, status, { title, detail, status }, headers);
 
 function sizeOf(input: Record<string, unknown>): { width: number; height: number } {
   const w = Number(input.width);
@@ -84,7 +85,9 @@ function view(sim: SimContext, p: Prediction) {
     if (!p.output) {
       const n = Math.min(4, Math.max(1, Number(p.input.num_outputs ?? 1) || 1));
       const size = sizeOf(p.input);
-      p.output = Array.from({ length: n }, (_, i) => publishFile(sim, `${p.id}-${i}.png`, encodePng(size.width, size.height, seedOf(`${String(p.input.prompt)}#${i}`))));
+      p.output = Array.from({ length: n }, (_, i) =>
+        publishFile(sim, `${p.id}-${i}.png`, encodePng(size.width, size.height, seedOf(`${String(p.input.prompt)}#${i}`))),
+      );
     }
   }
   const done = status === 'succeeded' || status === 'failed' || status === 'canceled';
@@ -108,7 +111,8 @@ function create(r: SimRequest, model: string, version: string | null): void {
   if (!input || typeof input !== 'object') return problem(r, 422, 'Invalid input', 'input is required');
   if (typeof input.prompt !== 'string' || input.prompt === '') return problem(r, 422, 'Input validation failed', 'input.prompt is required');
   const d = parseDirectives(input.prompt);
-  if (d.status === 429) return problem(r, 429, 'Request was throttled', 'Request was throttled (simulated). Expected available in 1 second.', { 'retry-after': '1' });
+  if (d.status === 429)
+    return problem(r, 429, 'Request was throttled', 'Request was throttled (simulated). Expected available in 1 second.', { 'retry-after': '1' });
   if (d.status === 500) return problem(r, 500, 'Internal server error', 'simulated');
   const now = Date.now();
   const p: Prediction = { id: simId('sim'), model, version, input, createdAt: now, readyAt: now + BASE_RUN_MS + r.sim.latencyMs + d.slowMs, fail: d.fail };

@@ -3,9 +3,35 @@
  * client received with what the simulator sent. One word is one output token.
  */
 const WORDS = [
-  'the', 'gateway', 'simulator', 'answers', 'every', 'request', 'with', 'plain', 'words', 'so',
-  'that', 'tests', 'can', 'count', 'tokens', 'exactly', 'and', 'streams', 'arrive', 'in',
-  'small', 'pieces', 'one', 'word', 'at', 'a', 'time', 'until', 'done',
+  'the',
+  'gateway',
+  'simulator',
+  'answers',
+  'every',
+  'request',
+  'with',
+  'plain',
+  'words',
+  'so',
+  'that',
+  'tests',
+  'can',
+  'count',
+  'tokens',
+  'exactly',
+  'and',
+  'streams',
+  'arrive',
+  'in',
+  'small',
+  'pieces',
+  'one',
+  'word',
+  'at',
+  'a',
+  'time',
+  'until',
+  'done',
 ];
 
 function hash(s: string): number {

@@ -17,13 +17,7 @@ describe('tollgate CLI', () => {
   });
 
   it('bad flags and unknown commands print one line and exit 2', async () => {
-    const cases = [
-      ['keys', 'create', '--group', 'g'],
-      ['keys', 'create', '--bogus'],
-      ['serve', '--port', 'eighty'],
-      ['serve'],
-      ['nope'],
-    ];
+    const cases = [['keys', 'create', '--group', 'g'], ['keys', 'create', '--bogus'], ['serve', '--port', 'eighty'], ['serve'], ['nope']];
     for (const args of cases) {
       const r = await runCli(args);
       expect(r.code, args.join(' ')).toBe(2);

@@ -16,7 +16,9 @@ const resources = [
   group('g', ['m']),
   group('limited', ['m'], { rateLimits: { requestsPerMinute: 2 } }),
   apiKey('k', KEY, 'g'),
-  apiKey('lim', 'sk-service-limited', 'limited'), apiKey('old', 'sk-service-old', 'g', { expiresAt: '2099-01-01T00:00:00Z' })];
+  apiKey('lim', 'sk-service-limited', 'limited'),
+  apiKey('old', 'sk-service-old', 'g', { expiresAt: '2099-01-01T00:00:00Z' }),
+];
 
 beforeAll(async () => {
   source = new StaticConfigSource(compile(resources.map((object) => ({ object }))).config);

@@ -7,7 +7,9 @@ import { apiKey, chatRoute, group } from './support/resources.js';
 
 describe('graceful shutdown', () => {
   it('lets a request in flight finish, refuses new connections, and reports not ready', async () => {
-    const source = new StaticConfigSource(compile([chatRoute('m', 'http://127.0.0.1:1/v1'), group('g', ['m']), apiKey('k', 'sk-service-s', 'g')].map((object) => ({ object }))).config);
+    const source = new StaticConfigSource(
+      compile([chatRoute('m', 'http://127.0.0.1:1/v1'), group('g', ['m']), apiKey('k', 'sk-service-s', 'g')].map((object) => ({ object }))).config,
+    );
     let entered!: () => void;
     const inside = new Promise<void>((r) => (entered = r));
     const gw = await startGateway({

@@ -67,7 +67,12 @@ describe('compile', () => {
   it('selects models by label and rejects overrides for models outside the group', () => {
     const labelled = { ...chatRoute('m', 'http://u/v1'), metadata: { name: 'm', labels: { tier: 'cheap' } } };
     const { config, errors } = compile(
-      raw(labelled, chatRoute('x', 'http://u/v1'), group('g', [], { modelSelector: { matchLabels: { tier: 'cheap' } } }), group('h', ['m'], { priceOverrides: { x: { inputPerMillion: '1' } } })),
+      raw(
+        labelled,
+        chatRoute('x', 'http://u/v1'),
+        group('g', [], { modelSelector: { matchLabels: { tier: 'cheap' } } }),
+        group('h', ['m'], { priceOverrides: { x: { inputPerMillion: '1' } } }),
+      ),
     );
     expect(Object.keys(config.groups.g!.models)).toEqual(['m']);
     expect(errors.map((e) => `${e.name} ${e.field}`)).toEqual(['h spec.priceOverrides.x']);

@@ -2,16 +2,7 @@ import { createHash } from 'node:crypto';
 import type { z } from 'zod';
 import { Resource, type ApiKey, type Group, type ModelRoute, type Pricing } from '../v1alpha1/index.js';
 import { mulMicro, toMicro } from './money.js';
-import type {
-  CompileError,
-  CompileResult,
-  CompiledBackend,
-  CompiledGroup,
-  CompiledKey,
-  CompiledModel,
-  GatewayConfig,
-  MicroPricing,
-} from './types.js';
+import type { CompileError, CompileResult, CompiledBackend, CompiledGroup, CompiledKey, CompiledModel, GatewayConfig, MicroPricing } from './types.js';
 
 /** One input object: the raw manifest and, optionally, where it came from. */
 export interface RawResource {
@@ -79,9 +70,7 @@ export function compile(inputs: RawResource[], opts: CompileOptions = {}): Compi
           ok = false;
           err(
             `spec.backends[${i}].credentials.secretRef`,
-            opts.secret
-              ? `Secret "${ref.name}" (key "${ref.key}") was not found`
-              : 'secretRef needs the operator; outside a cluster use credentials.env',
+            opts.secret ? `Secret "${ref.name}" (key "${ref.key}") was not found` : 'secretRef needs the operator; outside a cluster use credentials.env',
           );
           return;
         }

@@ -66,7 +66,8 @@ export function decodeSnapshot(bytes: Uint8Array, expectedVersion?: string): { c
   const body = { models: c.models, groups: c.groups, keys: c.keys };
   const actual = contentVersion(body);
   if (actual !== c.version) return { error: `config.version ${c.version} does not match its content (${actual})` };
-  if (expectedVersion !== undefined && expectedVersion !== c.version) return { error: `version_info ${expectedVersion} differs from config.version ${c.version}` };
+  if (expectedVersion !== undefined && expectedVersion !== c.version)
+    return { error: `version_info ${expectedVersion} differs from config.version ${c.version}` };
   return { config: value as GatewayConfig };
 }
 

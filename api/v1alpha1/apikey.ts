@@ -5,9 +5,16 @@ export const KEY_PREFIX = 'sk-service-';
 
 export const ApiKeySpec = z.strictObject({
   group: Name,
-  account: z.string().min(1).max(200).regex(/^[A-Za-z0-9_.:-]+$/, 'must be letters, digits, _ . : or -'),
+  account: z
+    .string()
+    .min(1)
+    .max(200)
+    .regex(/^[A-Za-z0-9_.:-]+$/, 'must be letters, digits, _ . : or -'),
   /** sha256 of the whole key; absent in a cluster, where the operator mints the key. */
-  keyHash: z.string().regex(/^sha256:[0-9a-f]{64}$/, 'must be sha256:<64 lowercase hex>').optional(),
+  keyHash: z
+    .string()
+    .regex(/^sha256:[0-9a-f]{64}$/, 'must be sha256:<64 lowercase hex>')
+    .optional(),
   revoked: z.boolean().optional(),
   expiresAt: z.iso.datetime({ offset: true, error: 'must be an RFC 3339 timestamp' }).optional(),
   spendLimit: Decimal.optional(),

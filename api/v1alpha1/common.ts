@@ -5,9 +5,7 @@ export const VERSION = 'v1alpha1';
 export const API_VERSION = `${GROUP}/${VERSION}`;
 
 /** Credits as a decimal string with at most 6 places: money never passes through a float. */
-export const Decimal = z
-  .string()
-  .regex(/^\d{1,12}(\.\d{1,6})?$/, 'must be a decimal string such as "0.50" (at most 6 places)');
+export const Decimal = z.string().regex(/^\d{1,12}(\.\d{1,6})?$/, 'must be a decimal string such as "0.50" (at most 6 places)');
 
 export const Name = z
   .string()

@@ -11,7 +11,14 @@ type Crd = {
     group: string;
     scope: string;
     names: { kind: string; shortNames: string[]; categories: string[] };
-    versions: { name: string; served: boolean; storage: boolean; schema: { openAPIV3Schema: Record<string, any> }; subresources: object; additionalPrinterColumns: { name: string; jsonPath: string }[] }[];
+    versions: {
+      name: string;
+      served: boolean;
+      storage: boolean;
+      schema: { openAPIV3Schema: Record<string, any> };
+      subresources: object;
+      additionalPrinterColumns: { name: string; jsonPath: string }[];
+    }[];
   };
 };
 
@@ -82,7 +89,11 @@ describe('checkStructural', () => {
       },
     };
     const errs = checkStructural(bad);
-    const expectOne = (re: RegExp) => expect(errs.some((e) => re.test(e)), `${re} in ${errs.join('\n')}`).toBe(true);
+    const expectOne = (re: RegExp) =>
+      expect(
+        errs.some((e) => re.test(e)),
+        `${re} in ${errs.join('\n')}`,
+      ).toBe(true);
     expectOne(/properties\.metadata: must be only \{type: object\}/);
     expectOne(/properties\.untyped: every node needs a type/);
     expectOne(/properties\.ref: "\$ref" is not allowed/);
@@ -94,6 +105,8 @@ describe('checkStructural', () => {
   });
 
   it('accepts a minimal good schema', () => {
-    expect(checkStructural({ type: 'object', properties: { metadata: { type: 'object' }, m: { type: 'object', additionalProperties: { type: 'string' } } } })).toEqual([]);
+    expect(
+      checkStructural({ type: 'object', properties: { metadata: { type: 'object' }, m: { type: 'object', additionalProperties: { type: 'string' } } } }),
+    ).toEqual([]);
   });
 });

@@ -30,7 +30,16 @@ async function main(): Promise<void> {
     return;
   }
   const resources = [
-    { apiVersion: API, kind: 'ModelRoute', metadata: { name: 'sim-gpt' }, spec: { type: 'chat', backends: [{ provider: 'openai', baseURL: `${simUrl}/v1`, model: 'gpt-sim' }], pricing: { inputPerMillion: '0.50', outputPerMillion: '1.50' } } },
+    {
+      apiVersion: API,
+      kind: 'ModelRoute',
+      metadata: { name: 'sim-gpt' },
+      spec: {
+        type: 'chat',
+        backends: [{ provider: 'openai', baseURL: `${simUrl}/v1`, model: 'gpt-sim' }],
+        pricing: { inputPerMillion: '0.50', outputPerMillion: '1.50' },
+      },
+    },
     { apiVersion: API, kind: 'Group', metadata: { name: 'bench' }, spec: { models: ['sim-gpt'] } },
     { apiVersion: API, kind: 'ApiKey', metadata: { name: 'bench' }, spec: { group: 'bench', account: 'bench', keyHash: BENCH_KEY_HASH } },
   ];
@@ -39,7 +48,14 @@ async function main(): Promise<void> {
   // The product's own path: metered billing on in-memory PGlite, every feature mounted.
   // BENCH_BILLING=none isolates the chat path (a billing that holds and charges nothing).
   const billing = process.env.BENCH_BILLING === 'none' ? noBilling : defaultBilling;
-  const gw = await startGateway({ source: new StaticConfigSource(config), port: 0, adminPort: 0, log: createLogger({}, 'error'), billing, features: defaultFeatures });
+  const gw = await startGateway({
+    source: new StaticConfigSource(config),
+    port: 0,
+    adminPort: 0,
+    log: createLogger({}, 'error'),
+    billing,
+    features: defaultFeatures,
+  });
   await gw.deps.store.tx((q) => credit(q, { account: 'bench', operationId: 'bench-grant', amount: 1_000_000_000n * MICRO }));
   exitOnSignal(() => gw.close());
   process.stdout.write(`${JSON.stringify({ url: gw.url })}\n`);

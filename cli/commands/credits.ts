@@ -86,7 +86,11 @@ Prints JSON: the account after a grant, the account for balance, a page of usage
       if (!account || !credits || extra !== undefined) throw new UsageError('usage: tollgate credits grant ACCOUNT CREDITS');
       if (!/^\d+(\.\d{1,6})?$/.test(credits)) throw new UsageError(`CREDITS must be a decimal number with at most 6 places, got "${credits}"`);
       const idempotencyKey = values['idempotency-key'] ?? `cli-${randomBytes(12).toString('hex')}`;
-      const out = await call(c, 'POST', `/admin/v1/accounts/${enc(account)}/grants`, { credits, idempotency_key: idempotencyKey, ...(values.note ? { note: values.note } : {}) });
+      const out = await call(c, 'POST', `/admin/v1/accounts/${enc(account)}/grants`, {
+        credits,
+        idempotency_key: idempotencyKey,
+        ...(values.note ? { note: values.note } : {}),
+      });
       console.log(JSON.stringify(out));
       return 0;
     }
@@ -109,7 +113,18 @@ Prints JSON: the account after a grant, the account for balance, a page of usage
       }
       for (const r of out.data as Record<string, unknown>[]) {
         console.log(
-          [r.created_at, r.account, r.key, r.model, r.status, `in=${String(r.input_tokens)}`, `out=${String(r.output_tokens)}`, `credits=${String(r.credits)}`, r.usage, r.request_id].join('  '),
+          [
+            r.created_at,
+            r.account,
+            r.key,
+            r.model,
+            r.status,
+            `in=${String(r.input_tokens)}`,
+            `out=${String(r.output_tokens)}`,
+            `credits=${String(r.credits)}`,
+            r.usage,
+            r.request_id,
+          ].join('  '),
         );
       }
       if (out.next_cursor) console.log(`# more: --cursor ${String(out.next_cursor)}`);

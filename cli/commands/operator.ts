@@ -44,7 +44,8 @@ The token proxies must present is TOLLGATE_DISCOVERY_TOKEN (unset: any client is
       'debounce-ms': { type: 'string' },
     });
     if (values['kube-server'] && values.kubeconfig) throw new UsageError('give --kube-server or --kubeconfig, not both');
-    if (values['kube-server'] && !/^https?:\/\/[^/]+/.test(values['kube-server'])) throw new UsageError(`--kube-server must be an http(s):// URL, got "${values['kube-server']}"`);
+    if (values['kube-server'] && !/^https?:\/\/[^/]+/.test(values['kube-server']))
+      throw new UsageError(`--kube-server must be an http(s):// URL, got "${values['kube-server']}"`);
     if (Boolean(values['tls-cert']) !== Boolean(values['tls-key'])) throw new UsageError('--tls-cert and --tls-key go together');
     for (const f of ['kubeconfig', 'tls-cert', 'tls-key'] as const) {
       const file = values[f];

@@ -42,7 +42,9 @@ for (const c of storeCases()) {
         const rows = await store.query<{ delta_balance: unknown; delta_held: unknown; hold_id: string; meta: { requests: number } }>(
           "SELECT delta_balance, delta_held, hold_id, meta FROM ledger WHERE kind = 'capture' ORDER BY id",
         );
-        expect(rows.rows.map((r) => [BigInt(r.delta_balance as string), BigInt(r.delta_held as string), r.hold_id, r.meta.requests])).toEqual([[-160n, -100n, 'L', 3]]);
+        expect(rows.rows.map((r) => [BigInt(r.delta_balance as string), BigInt(r.delta_held as string), r.hold_id, r.meta.requests])).toEqual([
+          [-160n, -100n, 'L', 3],
+        ]);
         expect(await keySpent(store, 'k1')).toBe(90n);
         expect(await keySpent(store, 'k2')).toBe(70n);
         const recs = await store.query('SELECT 1 FROM usage_records');

@@ -160,7 +160,14 @@ export class BillingEngine implements Billing {
     };
   }
 
-  private async settle(quote: ChatQuote, amount: bigint, operationId: string, acct: AccountLease, key: KeySpendState | undefined, o: ChatSettlement): Promise<void> {
+  private async settle(
+    quote: ChatQuote,
+    amount: bigint,
+    operationId: string,
+    acct: AccountLease,
+    key: KeySpendState | undefined,
+    o: ChatSettlement,
+  ): Promise<void> {
     const cost = o.usage ? chatCost(quote.prices, o.usage) : 0n;
     acct.reserved -= amount;
     acct.inflight--;
@@ -271,7 +278,20 @@ export class BillingEngine implements Billing {
   private account(account: string): AccountLease {
     let a = this.accounts.get(account);
     if (!a) {
-      a = { account, leaseId: undefined, validUntil: 0, generation: 0, topups: 0, remaining: 0n, reserved: 0n, inflight: 0, writing: 0, lastUsed: Date.now(), chain: Promise.resolve(), refused: undefined };
+      a = {
+        account,
+        leaseId: undefined,
+        validUntil: 0,
+        generation: 0,
+        topups: 0,
+        remaining: 0n,
+        reserved: 0n,
+        inflight: 0,
+        writing: 0,
+        lastUsed: Date.now(),
+        chain: Promise.resolve(),
+        refused: undefined,
+      };
       this.accounts.set(account, a);
     }
     return a;
@@ -393,10 +413,10 @@ export class BillingEngine implements Billing {
   /** Keeps live leases from expiring, notices leases the sweeper took, hands back idle ones, refreshes key spend. */
   private async tick(): Promise<void> {
     const until = Date.now() + this.settings.leaseMs;
-    const live = await this.store.query<{ hold_id: string }>(
-      `UPDATE holds SET expires_at = $2 WHERE owner = $1 AND purpose = 'lease' RETURNING hold_id`,
-      [this.replica, new Date(until).toISOString()],
-    );
+    const live = await this.store.query<{ hold_id: string }>(`UPDATE holds SET expires_at = $2 WHERE owner = $1 AND purpose = 'lease' RETURNING hold_id`, [
+      this.replica,
+      new Date(until).toISOString(),
+    ]);
     const ids = new Set(live.rows.map((r) => r.hold_id));
     const now = Date.now();
     for (const acct of [...this.accounts.values()]) {
@@ -520,7 +540,8 @@ export class BillingEngine implements Billing {
         return;
       } catch (err) {
         if (attempt >= 3 && !(journaled && !this.closing)) throw err;
-        if (attempt === 3) this.log.error('billing store write failing; the journal keeps the charges meanwhile', { captures: records.length, error: (err as Error).message });
+        if (attempt === 3)
+          this.log.error('billing store write failing; the journal keeps the charges meanwhile', { captures: records.length, error: (err as Error).message });
         await new Promise((r) => setTimeout(r, Math.min(5000, 50 * 4 ** attempt)));
       }
     }

@@ -57,7 +57,9 @@ export function billingFeature(deps: GatewayDeps): Feature & { adminRoutes: Rout
       if (!done) {
         const prior = await q.query<{ delta_balance: unknown }>("SELECT delta_balance FROM ledger WHERE operation_id = $1 AND kind = 'grant'", [operationId]);
         if (BigInt(prior.rows[0]?.delta_balance as string | bigint) !== amount) {
-          throw new GatewayError('conflict', `idempotency_key "${String(idem)}" was already used for a grant of another amount to this account`, { param: 'idempotency_key' });
+          throw new GatewayError('conflict', `idempotency_key "${String(idem)}" was already used for a grant of another amount to this account`, {
+            param: 'idempotency_key',
+          });
         }
       }
       return done;
@@ -68,7 +70,8 @@ export function billingFeature(deps: GatewayDeps): Feature & { adminRoutes: Rout
 
   const getAccount = async (ctx: RequestContext) => {
     const account = accountParam(ctx);
-    if (!(await accountExists(store, account))) throw new GatewayError('not_found', `no account "${account}" (an account exists once it has been granted credits)`, { param: 'account' });
+    if (!(await accountExists(store, account)))
+      throw new GatewayError('not_found', `no account "${account}" (an account exists once it has been granted credits)`, { param: 'account' });
     sendJson(ctx.res, 200, await accountView(store, account));
   };
 
@@ -92,7 +95,8 @@ export function billingFeature(deps: GatewayDeps): Feature & { adminRoutes: Rout
   };
 
   const ownUsage = async (ctx: RequestContext) => {
-    for (const p of ['account', 'key']) if (ctx.query.has(p)) throw badRequest(`${p} cannot be chosen here: this endpoint lists the calling key's own usage`, p);
+    for (const p of ['account', 'key'])
+      if (ctx.query.has(p)) throw badRequest(`${p} cannot be chosen here: this endpoint lists the calling key's own usage`, p);
     const f = parseUsageQuery(ctx.query);
     sendJson(ctx.res, 200, await listUsage(store, { ...f, keyHash: ctx.key!.hash }));
   };
@@ -103,7 +107,14 @@ export function billingFeature(deps: GatewayDeps): Feature & { adminRoutes: Rout
       { method: 'GET', path: '/v1/usage', shape: 'openai', auth: 'key', handler: ownUsage },
     ],
     adminRoutes: [
-      { method: 'POST', path: '/admin/v1/accounts/:account/grants', name: '/admin/v1/accounts/:account/grants', shape: 'openai', auth: 'admin', handler: grant },
+      {
+        method: 'POST',
+        path: '/admin/v1/accounts/:account/grants',
+        name: '/admin/v1/accounts/:account/grants',
+        shape: 'openai',
+        auth: 'admin',
+        handler: grant,
+      },
       { method: 'GET', path: '/admin/v1/accounts/:account', name: '/admin/v1/accounts/:account', shape: 'openai', auth: 'admin', handler: getAccount },
       { method: 'GET', path: '/admin/v1/usage', shape: 'openai', auth: 'admin', handler: usage },
       { method: 'GET', path: '/admin/v1/ledger/verify', shape: 'openai', auth: 'admin', handler: verify },

@@ -1,4 +1,17 @@
-import { closeSync, constants, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, statSync, unlinkSync, utimesSync, write, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  unlinkSync,
+  utimesSync,
+  write,
+  writeFileSync,
+} from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 
@@ -246,7 +259,9 @@ function takeLock(dir: string): void {
       throw new Error(`the billing journal ${dir} is in use by process ${held.pid}; give each gateway replica its own directory`);
     }
   } else if (held.host !== undefined && Date.now() - statSync(path).mtimeMs < LOCK_STALE_MS) {
-    throw new Error(`the billing journal ${dir} is in use by host ${held.host}; give each gateway replica its own directory (a lock untouched for ${LOCK_STALE_MS / 1000} s is taken over)`);
+    throw new Error(
+      `the billing journal ${dir} is in use by host ${held.host}; give each gateway replica its own directory (a lock untouched for ${LOCK_STALE_MS / 1000} s is taken over)`,
+    );
   }
   writeFileSync(path, me);
 }

@@ -1,6 +1,18 @@
 import { describe, expect, it } from 'vitest';
 import { disposeStore, storeCases } from '../../test/support/stores.js';
-import { accountState, capture, checkKeySpend, credit, extendHold, hold, InsufficientCreditsError, keySpent, release, SpendLimitError, verifyLedger } from './ledger.js';
+import {
+  accountState,
+  capture,
+  checkKeySpend,
+  credit,
+  extendHold,
+  hold,
+  InsufficientCreditsError,
+  keySpent,
+  release,
+  SpendLimitError,
+  verifyLedger,
+} from './ledger.js';
 
 const C = 1_000_000n; // one credit
 const later = () => new Date(Date.now() + 60_000);
@@ -17,7 +29,9 @@ for (const c of storeCases()) {
         expect(await accountState(store, 'a')).toEqual({ balance: 10n * C, held: 4n * C });
 
         // 7 credits are not available while 4 are held.
-        await expect(store.tx((q) => hold(q, { account: 'a', holdId: 'h2', amount: 7n * C, expiresAt: later() }))).rejects.toBeInstanceOf(InsufficientCreditsError);
+        await expect(store.tx((q) => hold(q, { account: 'a', holdId: 'h2', amount: 7n * C, expiresAt: later() }))).rejects.toBeInstanceOf(
+          InsufficientCreditsError,
+        );
         expect(await accountState(store, 'a')).toEqual({ balance: 10n * C, held: 4n * C });
 
         expect(await store.tx((q) => capture(q, { holdId: 'h1', amount: 1_500_000n }))).toEqual({ captured: 1_500_000n, released: 2_500_000n });
@@ -60,7 +74,9 @@ for (const c of storeCases()) {
         expect(await store.tx((q) => extendHold(q, { holdId: 'L', operationId: 'L:topup:1', amount: 2n * C, expiresAt: later() }))).toBe(true);
         expect(await store.tx((q) => extendHold(q, { holdId: 'L', operationId: 'L:topup:1', amount: 2n * C, expiresAt: later() }))).toBe(false);
         expect(await accountState(store, 'd')).toEqual({ balance: 5n * C, held: 3n * C });
-        await expect(store.tx((q) => extendHold(q, { holdId: 'L', operationId: 'L:topup:2', amount: 3n * C, expiresAt: later() }))).rejects.toBeInstanceOf(InsufficientCreditsError);
+        await expect(store.tx((q) => extendHold(q, { holdId: 'L', operationId: 'L:topup:2', amount: 3n * C, expiresAt: later() }))).rejects.toBeInstanceOf(
+          InsufficientCreditsError,
+        );
         await store.tx((q) => capture(q, { holdId: 'L', operationId: 'c1', amount: C, close: false }));
         expect(await verifyLedger(store)).toEqual([]);
         expect(await store.tx((q) => release(q, { holdId: 'L' }))).toBe(2n * C);

@@ -87,10 +87,10 @@ export async function hold(q: Queryable, h: HoldInput): Promise<boolean> {
   if (h.amount < 0n) throw new RangeError('a hold cannot be negative');
   const seen = await q.query("SELECT 1 FROM ledger WHERE operation_id = $1 AND kind = 'hold'", [h.holdId]);
   if (seen.rows.length > 0) return false;
-  const ok = await q.query(
-    'UPDATE accounts SET held = held + $2, updated_at = now() WHERE account = $1 AND balance - held >= $2 RETURNING account',
-    [h.account, h.amount.toString()],
-  );
+  const ok = await q.query('UPDATE accounts SET held = held + $2, updated_at = now() WHERE account = $1 AND balance - held >= $2 RETURNING account', [
+    h.account,
+    h.amount.toString(),
+  ]);
   if (ok.rows.length === 0) throw new InsufficientCreditsError(h.account, h.amount);
   await q.query(`INSERT INTO ledger (account, operation_id, kind, delta_held, meta) VALUES ($1, $2, 'hold', $3, $4)`, [
     h.account,
@@ -117,10 +117,10 @@ export async function extendHold(q: Queryable, e: { holdId: string; operationId:
   if (!h) return null;
   const seen = await q.query("SELECT 1 FROM ledger WHERE operation_id = $1 AND kind = 'hold'", [e.operationId]);
   if (seen.rows.length > 0) return false;
-  const ok = await q.query(
-    'UPDATE accounts SET held = held + $2, updated_at = now() WHERE account = $1 AND balance - held >= $2 RETURNING account',
-    [h.account, e.amount.toString()],
-  );
+  const ok = await q.query('UPDATE accounts SET held = held + $2, updated_at = now() WHERE account = $1 AND balance - held >= $2 RETURNING account', [
+    h.account,
+    e.amount.toString(),
+  ]);
   if (ok.rows.length === 0) throw new InsufficientCreditsError(h.account, e.amount);
   await q.query(`INSERT INTO ledger (account, operation_id, kind, delta_held, hold_id) VALUES ($1, $2, 'hold', $3, $4)`, [
     h.account,
@@ -227,7 +227,10 @@ export async function capture(
 }
 
 /** Ends a hold without a charge: `release` (nothing was used) or `refund` (a failed task). */
-export async function release(q: Queryable, r: { holdId: string; kind?: SettleKind; operationId?: string; meta?: Record<string, unknown> }): Promise<bigint | null> {
+export async function release(
+  q: Queryable,
+  r: { holdId: string; kind?: SettleKind; operationId?: string; meta?: Record<string, unknown> },
+): Promise<bigint | null> {
   const h = await lockHold(q, r.holdId);
   if (!h) return null;
   const ins = await q.query(

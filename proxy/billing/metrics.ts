@@ -26,7 +26,11 @@ export function billingMetrics(registry: Registry): BillingMetrics {
     }),
     captures: new Counter({ name: 'tollgate_billing_captures_total', help: 'Settled chat requests written by group commits', registers: [registry] }),
     topups: new Counter({ name: 'tollgate_billing_lease_topups_total', help: 'Lease top-ups (store transactions on the request path)', registers: [registry] }),
-    swept: new Counter({ name: 'tollgate_billing_swept_holds_total', help: 'Expired request and lease holds released by this replica\'s sweeper', registers: [registry] }),
+    swept: new Counter({
+      name: 'tollgate_billing_swept_holds_total',
+      help: "Expired request and lease holds released by this replica's sweeper",
+      registers: [registry],
+    }),
     journalPending: new Gauge({
       name: 'tollgate_billing_journal_pending',
       help: 'Charges durable in the billing journal and not yet in the store (grows while the store is unreachable)',

@@ -4,7 +4,14 @@ import { toMicro } from '../../api/snapshot/money.js';
 import { toPrices } from '../config/runtime.js';
 import { chatCost, chatHold } from './pricing.js';
 
-const usage = (u: Partial<Parameters<typeof chatCost>[1]>) => ({ inputTokens: 0, cachedInputTokens: 0, cacheWriteTokens: 0, outputTokens: 0, reasoningTokens: 0, ...u });
+const usage = (u: Partial<Parameters<typeof chatCost>[1]>) => ({
+  inputTokens: 0,
+  cachedInputTokens: 0,
+  cacheWriteTokens: 0,
+  outputTokens: 0,
+  reasoningTokens: 0,
+  ...u,
+});
 
 // The README's example route: 0.50 / 0.05 / 1.50 credits per million tokens.
 const base = { inputPerMillion: '0.50', cachedInputPerMillion: '0.05', outputPerMillion: '1.50' };

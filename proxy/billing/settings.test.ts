@@ -23,7 +23,10 @@ describe('billingSettings', () => {
   });
 
   it('reads lease, idle and sweep periods in seconds, and code overrides win', () => {
-    const s = billingSettings({ TOLLGATE_BILLING_LEASE_SECONDS: '12', TOLLGATE_BILLING_IDLE_SECONDS: '4', TOLLGATE_BILLING_SWEEP_SECONDS: '2' }, { idleMs: 100 });
+    const s = billingSettings(
+      { TOLLGATE_BILLING_LEASE_SECONDS: '12', TOLLGATE_BILLING_IDLE_SECONDS: '4', TOLLGATE_BILLING_SWEEP_SECONDS: '2' },
+      { idleMs: 100 },
+    );
     expect([s.leaseMs, s.idleMs, s.sweepIntervalMs]).toEqual([12_000, 100, 2_000]);
   });
 });

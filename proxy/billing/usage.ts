@@ -20,7 +20,8 @@ export const MAX_USAGE_LIMIT = 1000;
 /** RFC 3339 or epoch seconds. */
 function time(v: string, param: string): Date {
   const d = /^\d+$/.test(v) ? new Date(Number(v) * 1000) : new Date(v);
-  if (Number.isNaN(d.getTime()) || !/^\d+$|^\d{4}-\d{2}-\d{2}/.test(v)) throw badRequest(`${param} must be an RFC 3339 time or epoch seconds, got "${v.slice(0, 50)}"`, param);
+  if (Number.isNaN(d.getTime()) || !/^\d+$|^\d{4}-\d{2}-\d{2}/.test(v))
+    throw badRequest(`${param} must be an RFC 3339 time or epoch seconds, got "${v.slice(0, 50)}"`, param);
   return d;
 }
 

@@ -21,6 +21,9 @@ export function checkClient(group: RuntimeGroup, req: IncomingMessage, body: Rec
   }
   const verdict = detectClaudeCode(req.headers, body);
   if (!verdict.claudeCode) {
-    throw new GatewayError('client_restricted', `this key's group "${group.name}" is restricted to the Claude Code client (${verdict.reason}); use a key of a regular group for other clients`);
+    throw new GatewayError(
+      'client_restricted',
+      `this key's group "${group.name}" is restricted to the Claude Code client (${verdict.reason}); use a key of a regular group for other clients`,
+    );
   }
 }

@@ -11,7 +11,14 @@ import { getModel, listModels, modelsShape } from './models.js';
 export function chatFeature(deps: GatewayDeps): Feature {
   return {
     routes: [
-      { method: 'POST', path: '/v1/chat/completions', shape: 'openai', auth: 'key', ccOnlyAware: true, handler: (ctx) => handleChat(ctx, deps, PROTOCOLS['chat-completions']) },
+      {
+        method: 'POST',
+        path: '/v1/chat/completions',
+        shape: 'openai',
+        auth: 'key',
+        ccOnlyAware: true,
+        handler: (ctx) => handleChat(ctx, deps, PROTOCOLS['chat-completions']),
+      },
       { method: 'POST', path: '/v1/responses', shape: 'openai', auth: 'key', ccOnlyAware: true, handler: (ctx) => handleChat(ctx, deps, PROTOCOLS.responses) },
       { method: 'POST', path: '/v1/messages', shape: 'anthropic', auth: 'key', ccOnlyAware: true, handler: (ctx) => handleChat(ctx, deps, PROTOCOLS.messages) },
       { method: 'POST', path: '/v1/messages/count_tokens', shape: 'anthropic', auth: 'key', ccOnlyAware: true, handler: handleCountTokens },

@@ -45,7 +45,8 @@ export async function handleChat(ctx: RequestContext, deps: GatewayDeps, adapter
   if (candidates.length === 0) {
     const spoken = [...new Set(entry.model.backends.map((b) => b.provider))].join(', ');
     const endpoints = new Set<string>();
-    for (const b of entry.model.backends) for (const op of chatProvider(b.provider)?.speaks ?? []) if (op in ENDPOINTS) endpoints.add(ENDPOINTS[op as ChatProtocol]);
+    for (const b of entry.model.backends)
+      for (const op of chatProvider(b.provider)?.speaks ?? []) if (op in ENDPOINTS) endpoints.add(ENDPOINTS[op as ChatProtocol]);
     throw new GatewayError(
       'not_implemented',
       `model "${info.model}" is served by ${spoken}, which does not speak the ${adapter.protocol} protocol (translation between protocols is not available); call it through ${[...endpoints].join(' or ') || 'its own endpoint'}`,

@@ -9,7 +9,8 @@ describe('envSeconds', () => {
   });
 
   it('refuses zero, negative and non-numeric values, naming the variable and the value', () => {
-    for (const v of ['0', '-2', 'ten', 'Infinity']) expect(() => envSeconds({ TOLLGATE_X_SECONDS: v }, 'TOLLGATE_X_SECONDS')).toThrow(`TOLLGATE_X_SECONDS must be a positive number of seconds, got "${v}"`);
+    for (const v of ['0', '-2', 'ten', 'Infinity'])
+      expect(() => envSeconds({ TOLLGATE_X_SECONDS: v }, 'TOLLGATE_X_SECONDS')).toThrow(`TOLLGATE_X_SECONDS must be a positive number of seconds, got "${v}"`);
   });
 });
 
@@ -18,6 +19,7 @@ describe('envMillis', () => {
     expect(envMillis({ T: '0' }, 'T')).toBe(0);
     expect(envMillis({ T: '7.5' }, 'T')).toBe(7.5);
     expect(envMillis({ T: '' }, 'T')).toBeUndefined();
-    for (const v of ['-1', 'soon', 'Infinity']) expect(() => envMillis({ TOLLGATE_X_MS: v }, 'TOLLGATE_X_MS')).toThrow(`TOLLGATE_X_MS must be a number of milliseconds (0 or more), got "${v}"`);
+    for (const v of ['-1', 'soon', 'Infinity'])
+      expect(() => envMillis({ TOLLGATE_X_MS: v }, 'TOLLGATE_X_MS')).toThrow(`TOLLGATE_X_MS must be a number of milliseconds (0 or more), got "${v}"`);
   });
 });

@@ -11,9 +11,7 @@ import type { ConfigSource } from './source.js';
 export async function loadManifests(dir: string): Promise<{ resources: RawResource[]; errors: CompileError[] }> {
   const resources: RawResource[] = [];
   const errors: CompileError[] = [];
-  const files = (await readdir(dir, { recursive: true }))
-    .filter((f) => /\.ya?ml$/i.test(f))
-    .sort();
+  const files = (await readdir(dir, { recursive: true })).filter((f) => /\.ya?ml$/i.test(f)).sort();
   for (const file of files) {
     const path = join(dir, file);
     const text = await readFile(path, 'utf8');

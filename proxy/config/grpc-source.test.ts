@@ -54,7 +54,14 @@ async function scriptedServer(opts: { port?: number; token?: string; creds?: grp
 
 function config(price: string): GatewayConfig {
   const { config, errors } = compile([
-    { object: { apiVersion: 'tollgate.dev/v1alpha1', kind: 'ModelRoute', metadata: { name: 'm' }, spec: { type: 'chat', backends: [{ provider: 'openai', baseURL: 'http://127.0.0.1:1/v1' }], pricing: { inputPerMillion: price } } } },
+    {
+      object: {
+        apiVersion: 'tollgate.dev/v1alpha1',
+        kind: 'ModelRoute',
+        metadata: { name: 'm' },
+        spec: { type: 'chat', backends: [{ provider: 'openai', baseURL: 'http://127.0.0.1:1/v1' }], pricing: { inputPerMillion: price } },
+      },
+    },
     { object: { apiVersion: 'tollgate.dev/v1alpha1', kind: 'Group', metadata: { name: 'g' }, spec: { models: ['m'] } } },
   ]);
   expect(errors).toEqual([]);
@@ -182,8 +189,32 @@ describe('gRPC config source', () => {
 
   it.skipIf(!existsSync('/usr/bin/openssl'))('connects over TLS with a CA file (grpcs://)', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'tg-tls-'));
-    execFileSync('/usr/bin/openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-days', '1', '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1'], { stdio: 'ignore' });
-    const creds = grpc.ServerCredentials.createSsl(null, [{ cert_chain: await readFile(join(dir, 'cert.pem')), private_key: await readFile(join(dir, 'key.pem')) }], false);
+    execFileSync(
+      '/usr/bin/openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-keyout',
+        join(dir, 'key.pem'),
+        '-out',
+        join(dir, 'cert.pem'),
+        '-days',
+        '1',
+        '-subj',
+        '/CN=localhost',
+        '-addext',
+        'subjectAltName=DNS:localhost,IP:127.0.0.1',
+      ],
+      { stdio: 'ignore' },
+    );
+    const creds = grpc.ServerCredentials.createSsl(
+      null,
+      [{ cert_chain: await readFile(join(dir, 'cert.pem')), private_key: await readFile(join(dir, 'key.pem')) }],
+      false,
+    );
     const srv = await scriptedServer({ creds });
     cleanups.push(() => srv.close());
     const { s } = source(`grpcs://localhost:${srv.port}`, { caFile: join(dir, 'cert.pem') });
@@ -194,7 +225,7 @@ describe('gRPC config source', () => {
     await waitFor(() => s.current()?.version === v1.version, 'v1 over TLS');
   });
 
-  it('accepts a snapshot larger than gRPC\'s default 4 MiB message limit', async () => {
+  it("accepts a snapshot larger than gRPC's default 4 MiB message limit", async () => {
     const srv = await scriptedServer();
     cleanups.push(() => srv.close());
     const { s } = source(`grpc://127.0.0.1:${srv.port}`);

@@ -136,7 +136,8 @@ export class GrpcConfigSource implements ConfigSource {
       const wait = backoffDelay(this.attempt++, this.opts.backoff?.initialMs ?? 250, this.opts.backoff?.maxMs ?? 30_000);
       const fields = { operator: this.opts.url, retryInMs: wait, serving: this.config?.version ?? null, reason: why };
       // An unauthenticated stream will not heal by itself: say so loudly.
-      if (code === grpc.status.UNAUTHENTICATED || code === grpc.status.PERMISSION_DENIED) this.opts.log.error('config discovery refused this proxy (check TOLLGATE_DISCOVERY_TOKEN)', fields);
+      if (code === grpc.status.UNAUTHENTICATED || code === grpc.status.PERMISSION_DENIED)
+        this.opts.log.error('config discovery refused this proxy (check TOLLGATE_DISCOVERY_TOKEN)', fields);
       else this.opts.log.warn('config discovery stream lost; keeping the config in service', fields);
       this.timer = setTimeout(() => this.open(), wait);
     };
@@ -158,7 +159,11 @@ export class GrpcConfigSource implements ConfigSource {
     const checked = acceptSnapshot(res);
     if ('error' in checked) {
       this.lastNack = checked.error;
-      this.opts.log.error('config snapshot rejected (NACK); keeping the last good one', { version: res.version_info, serving: this.config?.version ?? null, error: checked.error });
+      this.opts.log.error('config snapshot rejected (NACK); keeping the last good one', {
+        version: res.version_info,
+        serving: this.config?.version ?? null,
+        error: checked.error,
+      });
       stream.write({ version_info: this.config?.version ?? '', response_nonce: res.nonce, error_detail: checked.error, node_id: this.nodeId });
       return;
     }

@@ -124,7 +124,9 @@ function checkAdmin(req: IncomingMessage, digest: Buffer | undefined): void {
   const header = req.headers.authorization ?? '';
   const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
   // Compare digests: constant time regardless of the presented token's length.
-  const given = createHash('sha256').update(m?.[1] ?? '').digest();
+  const given = createHash('sha256')
+    .update(m?.[1] ?? '')
+    .digest();
   if (!digest || !m || !timingSafeEqual(given, digest)) {
     throw new GatewayError('unauthorized_admin', 'admin API: missing or wrong admin token (Authorization: Bearer <admin token>)');
   }

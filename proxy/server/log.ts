@@ -6,7 +6,10 @@ export interface Logger {
   child(fields: Record<string, unknown>): Logger;
 }
 
-export function createLogger(base: Record<string, unknown> = {}, level: 'info' | 'warn' | 'error' | 'silent' = (process.env.TOLLGATE_LOG_LEVEL as 'info') ?? 'info'): Logger {
+export function createLogger(
+  base: Record<string, unknown> = {},
+  level: 'info' | 'warn' | 'error' | 'silent' = (process.env.TOLLGATE_LOG_LEVEL as 'info') ?? 'info',
+): Logger {
   const rank = { info: 0, warn: 1, error: 2, silent: 3 }[level] ?? 0;
   const write = (lvl: string, r: number, msg: string, fields?: Record<string, unknown>) => {
     if (r < rank) return;

@@ -9,7 +9,15 @@ import { coolDown, cooldownMs, orderBackends } from '../upstreams/select.js';
 import { enqueueDelivery } from '../webhooks/outbox.js';
 import { signBody } from '../webhooks/signing.js';
 import type { MediaFetcher } from './media.js';
-import { ProviderError, type LocalMedia, type ProviderContext, type ProviderOutcome, type ProviderOutput, type TaskJob, type TaskProvider } from './provider.js';
+import {
+  ProviderError,
+  type LocalMedia,
+  type ProviderContext,
+  type ProviderOutcome,
+  type ProviderOutput,
+  type TaskJob,
+  type TaskProvider,
+} from './provider.js';
 import { taskProvider } from './providers.js';
 import type { TaskSettings } from './settings.js';
 import { contentTypeOf, extensionOf, sniff, type ResultStorage } from './storage/index.js';
@@ -71,13 +79,16 @@ export class TaskEngine {
     const onStop = () => ac.abort(new Stopping('the worker is stopping'));
     if (stop.aborted) return;
     stop.addEventListener('abort', onStop, { once: true });
-    const heartbeat = setInterval(() => {
-      renewLease(this.d.store, task.id, owner, settings.leaseMs)
-        .then((ok) => {
-          if (!ok) ac.abort(new LeaseLost('the task was cancelled or taken over'));
-        })
-        .catch((err: Error) => this.d.log.warn('task lease renewal failed', { task: task.id, error: err.message }));
-    }, Math.max(50, Math.floor(settings.leaseMs / 3)));
+    const heartbeat = setInterval(
+      () => {
+        renewLease(this.d.store, task.id, owner, settings.leaseMs)
+          .then((ok) => {
+            if (!ok) ac.abort(new LeaseLost('the task was cancelled or taken over'));
+          })
+          .catch((err: Error) => this.d.log.warn('task lease renewal failed', { task: task.id, error: err.message }));
+      },
+      Math.max(50, Math.floor(settings.leaseMs / 3)),
+    );
     const left = task.deadlineAt.getTime() - Date.now();
     const deadline = setTimeout(() => ac.abort(new DeadlineReached()), Math.max(0, left));
     try {
@@ -96,7 +107,10 @@ export class TaskEngine {
       }
       // A bug or a store error: try again later; the deadline bounds how long.
       this.d.log.error('task step failed', { task: task.id, error: (err as Error).stack ?? String(err) });
-      await reschedule(this.d.store, task.id, owner, { delayMs: this.backoff(task.attempts + 1), lastError: `internal error: ${(err as Error).message}` }).catch(() => {});
+      await reschedule(this.d.store, task.id, owner, {
+        delayMs: this.backoff(task.attempts + 1),
+        lastError: `internal error: ${(err as Error).message}`,
+      }).catch(() => {});
     } finally {
       clearInterval(heartbeat);
       clearTimeout(deadline);
@@ -150,7 +164,15 @@ export class TaskEngine {
    * could not be reached or was busy (the worker then submits with backoff, as for images).
    * A non-retryable refusal throws its ProviderError.
    */
-  async startUpstream(p: { taskId: string; model: string; kind: TaskKind; mode: string; job: TaskJob; ignored: string[]; signal: AbortSignal }): Promise<UpstreamStart | undefined> {
+  async startUpstream(p: {
+    taskId: string;
+    model: string;
+    kind: TaskKind;
+    mode: string;
+    job: TaskJob;
+    ignored: string[];
+    signal: AbortSignal;
+  }): Promise<UpstreamStart | undefined> {
     const chosen = this.chooseBackend(p.model, p.kind, p.mode);
     if ('error' in chosen) return undefined;
     const { backend, provider } = chosen;
@@ -223,7 +245,12 @@ export class TaskEngine {
     const backend = this.findBackend(task.model, ref);
     const provider = taskProvider(ref.provider, task.kind, task.mode);
     if (!backend || !provider?.poll) {
-      return void (await this.fail(task, 'model_unavailable', `the backend running this task (${ref.provider} ${ref.model}) is no longer configured`, this.d.owner));
+      return void (await this.fail(
+        task,
+        'model_unavailable',
+        `the backend running this task (${ref.provider} ${ref.model}) is no longer configured`,
+        this.d.owner,
+      ));
     }
     const ctx = this.context(task.id, backend, signal, []);
     let outcome: ProviderOutcome;
@@ -249,7 +276,8 @@ export class TaskEngine {
   }
 
   private async retryOrFail(task: TaskRow, err: ProviderError, p: { attempts: number; ignored: string[] }): Promise<void> {
-    if (!err.retryable) return void (await this.finish(task, { status: 'failed', code: err.code, message: err.message, ignored: p.ignored, attempts: p.attempts }, this.d.owner));
+    if (!err.retryable)
+      return void (await this.finish(task, { status: 'failed', code: err.code, message: err.message, ignored: p.ignored, attempts: p.attempts }, this.d.owner));
     const delayMs = Math.min(this.backoff(p.attempts, err.opts.retryAfterMs), Math.max(0, task.deadlineAt.getTime() - Date.now()));
     this.d.log.info('task submission will be retried', { task: task.id, attempt: p.attempts, code: err.code, retryInMs: delayMs });
     await reschedule(this.d.store, task.id, this.d.owner, { delayMs, attempts: p.attempts, lastError: err.message, ignored: p.ignored });
@@ -263,7 +291,12 @@ export class TaskEngine {
     ignored: string[],
     attempts?: number,
   ): Promise<void> {
-    if (outcome.state === 'failed') return void (await this.finish(task, { status: 'failed', code: outcome.code, message: outcome.message, ignored, ...(attempts ? { attempts } : {}) }, this.d.owner));
+    if (outcome.state === 'failed')
+      return void (await this.finish(
+        task,
+        { status: 'failed', code: outcome.code, message: outcome.message, ignored, ...(attempts ? { attempts } : {}) },
+        this.d.owner,
+      ));
     const kind = this.kindOf(task);
     // Never more files than the task asked for (and paid for).
     const wanted = typeof task.request.n === 'number' ? task.request.n : outcome.outputs.length;
@@ -294,7 +327,14 @@ export class TaskEngine {
     if (!done) await this.discard(results);
   }
 
-  private async store(task: TaskRow, i: number, out: ProviderOutput, provider: TaskProvider, ctx: ProviderContext, kind: TaskKindSpec): Promise<{ result: StoredResult; measured: Record<string, number> }> {
+  private async store(
+    task: TaskRow,
+    i: number,
+    out: ProviderOutput,
+    provider: TaskProvider,
+    ctx: ProviderContext,
+    kind: TaskKindSpec,
+  ): Promise<{ result: StoredResult; measured: Record<string, number> }> {
     let body: Readable;
     let type: string | undefined;
     if (out.type === 'bytes') {
@@ -352,7 +392,14 @@ export class TaskEngine {
       return row;
     });
     if (before) {
-      this.d.log.info('task finished', { task: task.id, kind: task.kind, model: task.model, key: task.keyName, status: t.status, ...(t.status !== 'succeeded' ? { code: t.code } : {}) });
+      this.d.log.info('task finished', {
+        task: task.id,
+        kind: task.kind,
+        model: task.model,
+        key: task.keyName,
+        status: t.status,
+        ...(t.status !== 'succeeded' ? { code: t.code } : {}),
+      });
       this.d.onTerminal(before, t.status);
     }
     return before;
@@ -370,7 +417,8 @@ export class TaskEngine {
     if (!row.upstreamId || !row.backend) return;
     const backend = this.findBackend(row.model, row.backend);
     const provider = taskProvider(row.backend.provider, row.kind, row.mode);
-    if (backend && provider) await this.cancelUpstream(provider, row.upstreamId, row.upstreamState, this.context(row.id, backend, AbortSignal.timeout(10_000), []));
+    if (backend && provider)
+      await this.cancelUpstream(provider, row.upstreamId, row.upstreamState, this.context(row.id, backend, AbortSignal.timeout(10_000), []));
   }
 
   private async cancelUpstream(provider: TaskProvider, upstreamId: string, data: Record<string, unknown> | null, ctx: ProviderContext): Promise<void> {

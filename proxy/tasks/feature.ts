@@ -36,10 +36,11 @@ export function tasksFeature(overrides: Partial<TaskSettings> = {}) {
     const policy = (): UrlPolicy => ({ allowLoopback: options.allowLoopbackURLs, allowPrivate: options.allowPrivateURLs });
 
     let key: Promise<Buffer> | undefined;
-    const signingKey = () => (key ??= sharedSigningKey(store).catch((err: unknown) => {
-      key = undefined;
-      throw err;
-    }));
+    const signingKey = () =>
+      (key ??= sharedSigningKey(store).catch((err: unknown) => {
+        key = undefined;
+        throw err;
+      }));
     const s3 = options.s3 ?? s3FromEnv();
     // Without a data folder, results live in a temporary folder for the life of the process.
     const tempResults = s3 || options.dataDir ? undefined : join(tmpdir(), `tollgate-results-${process.pid}-${randomBytes(4).toString('hex')}`);
@@ -47,9 +48,24 @@ export function tasksFeature(overrides: Partial<TaskSettings> = {}) {
       ? new S3Storage(s3)
       : new LocalStorage(tempResults ?? join(options.dataDir!, 'results'), () => options.publicBaseURL, signingKey);
 
-    const submitted = new Counter({ name: 'tollgate_tasks_submitted_total', help: 'Tasks accepted, by kind', labelNames: ['kind'] as const, registers: [deps.registry] });
-    const finished = new Counter({ name: 'tollgate_tasks_finished_total', help: 'Tasks ended, by kind and status', labelNames: ['kind', 'status'] as const, registers: [deps.registry] });
-    const attempts = new Counter({ name: 'tollgate_webhook_attempts_total', help: 'Webhook delivery attempts by outcome (delivered, retry, failed)', labelNames: ['outcome'] as const, registers: [deps.registry] });
+    const submitted = new Counter({
+      name: 'tollgate_tasks_submitted_total',
+      help: 'Tasks accepted, by kind',
+      labelNames: ['kind'] as const,
+      registers: [deps.registry],
+    });
+    const finished = new Counter({
+      name: 'tollgate_tasks_finished_total',
+      help: 'Tasks ended, by kind and status',
+      labelNames: ['kind', 'status'] as const,
+      registers: [deps.registry],
+    });
+    const attempts = new Counter({
+      name: 'tollgate_webhook_attempts_total',
+      help: 'Webhook delivery attempts by outcome (delivered, retry, failed)',
+      labelNames: ['outcome'] as const,
+      registers: [deps.registry],
+    });
 
     const media = new MediaFetcher(policy(), settings.mediaMaxBytes);
     const delivery = createDeliveryWorker({
@@ -76,7 +92,15 @@ export function tasksFeature(overrides: Partial<TaskSettings> = {}) {
         if (task.webhookUrl) delivery.wake();
       },
     });
-    const worker = createTaskWorker({ engine, store, log, owner, leaseMs: settings.leaseMs, intervalMs: options.workerIntervalMs, concurrency: settings.concurrency });
+    const worker = createTaskWorker({
+      engine,
+      store,
+      log,
+      owner,
+      leaseMs: settings.leaseMs,
+      intervalMs: options.workerIntervalMs,
+      concurrency: settings.concurrency,
+    });
     const admission = new AdmissionQueue(store);
     const rt: TasksRuntime = { store, admission, engine, settings, wake: () => worker.wake(), onSubmitted: (kind) => submitted.inc({ kind }) };
 

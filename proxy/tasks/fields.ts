@@ -44,8 +44,10 @@ export function parseWebhook(body: Record<string, unknown>, policy: UrlPolicy): 
   const secret = body.webhook_secret;
   if (hookUrl !== undefined && hookUrl !== null) {
     const url = mediaUrl(hookUrl, 'webhook_url', policy);
-    if (secret === undefined || secret === null || secret === '') throw badRequest('webhook_secret is required once webhook_url is set: deliveries are signed with it', 'webhook_secret');
-    if (typeof secret !== 'string' || secret.length > MAX_WEBHOOK_SECRET) throw badRequest(`webhook_secret must be a string of at most ${MAX_WEBHOOK_SECRET} characters`, 'webhook_secret');
+    if (secret === undefined || secret === null || secret === '')
+      throw badRequest('webhook_secret is required once webhook_url is set: deliveries are signed with it', 'webhook_secret');
+    if (typeof secret !== 'string' || secret.length > MAX_WEBHOOK_SECRET)
+      throw badRequest(`webhook_secret must be a string of at most ${MAX_WEBHOOK_SECRET} characters`, 'webhook_secret');
     return { url, secret };
   }
   if (secret !== undefined && secret !== null) throw badRequest('webhook_secret is set but webhook_url is not', 'webhook_url');

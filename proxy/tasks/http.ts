@@ -98,7 +98,15 @@ async function admitTask(ctx: RequestContext, rt: TasksRuntime, s: SubmitInput, 
   }
   rt.wake();
   rt.onSubmitted?.(s.spec.kind);
-  ctx.log.info('task accepted', { requestId: ctx.requestId, task: id, kind: s.spec.kind, mode: s.mode, model: s.model, key: key.name, heldMicro: s.holdMicro.toString() });
+  ctx.log.info('task accepted', {
+    requestId: ctx.requestId,
+    task: id,
+    kind: s.spec.kind,
+    mode: s.mode,
+    model: s.model,
+    key: key.name,
+    heldMicro: s.holdMicro.toString(),
+  });
   sendJson(ctx.res, 200, { id, status: row.status, created: Math.floor(row.createdAt.getTime() / 1000) });
 
   /** The task row and its hold, in the admission queue's next group commit. */
@@ -123,14 +131,29 @@ async function admitTask(ctx: RequestContext, rt: TasksRuntime, s: SubmitInput, 
       price: s.price,
       ...(s.webhook ? { webhookUrl: s.webhook.url, webhookSecret: s.webhook.secret } : {}),
       ...(upstream
-        ? { ignored: upstream.ignored, upstream: { backend: upstream.backend, upstreamId: upstream.upstreamId, state: upstream.state, pollInMs: rt.settings.pollIntervalMs } }
+        ? {
+            ignored: upstream.ignored,
+            upstream: { backend: upstream.backend, upstreamId: upstream.upstreamId, state: upstream.state, pollInMs: rt.settings.pollIntervalMs },
+          }
         : {}),
     });
     if (!inserted) return undefined; // a concurrent submission took the Idempotency-Key first
     if (s.holdMicro > 0n) {
       // The task engine resolves task holds (at the latest at the deadline); the margin keeps
       // the billing sweeper's view of an expiry consistent with that.
-      await holdForKey(q, { account: key.account, holdId, amount: s.holdMicro, expiresAt: new Date(deadlineAt.getTime() + 3_600_000), purpose: 'task', keyHash: key.hash, meta: { task: id, model: s.model, key: key.name } }, key.spendLimitMicro);
+      await holdForKey(
+        q,
+        {
+          account: key.account,
+          holdId,
+          amount: s.holdMicro,
+          expiresAt: new Date(deadlineAt.getTime() + 3_600_000),
+          purpose: 'task',
+          keyHash: key.hash,
+          meta: { task: id, model: s.model, key: key.name },
+        },
+        key.spendLimitMicro,
+      );
     }
     return inserted;
   }
@@ -138,7 +161,10 @@ async function admitTask(ctx: RequestContext, rt: TasksRuntime, s: SubmitInput, 
 
 async function replay(ctx: RequestContext, rt: TasksRuntime, earlier: TaskRow, requestHash: string): Promise<void> {
   if (earlier.requestHash !== requestHash) {
-    throw badRequest(`Idempotency-Key was already used by this key for a different request (task ${earlier.id}); use a new key for a new request`, 'Idempotency-Key');
+    throw badRequest(
+      `Idempotency-Key was already used by this key for a different request (task ${earlier.id}); use a new key for a new request`,
+      'Idempotency-Key',
+    );
   }
   sendJson(ctx.res, 200, await rt.engine.view(earlier), { 'idempotent-replayed': 'true' });
 }
@@ -155,7 +181,8 @@ function hashRequest(s: SubmitInput): string {
 async function ownTask(ctx: RequestContext, rt: TasksRuntime, kind: TaskKind): Promise<TaskRow> {
   const id = ctx.params.id ?? '';
   const task = id.length <= 100 ? await getTask(rt.store, id) : undefined;
-  if (!task || task.keyHash !== ctx.key!.hash || task.kind !== kind) throw new GatewayError('not_found', `no ${kind} task "${id.slice(0, 100)}"`, { param: 'id' });
+  if (!task || task.keyHash !== ctx.key!.hash || task.kind !== kind)
+    throw new GatewayError('not_found', `no ${kind} task "${id.slice(0, 100)}"`, { param: 'id' });
   return task;
 }
 

@@ -73,7 +73,9 @@ export class MediaFetcher {
       if (err instanceof ResultTooLargeError) throw fail(false, `is larger than the ${this.maxBytes} bytes allowed`);
       throw fail(true, `download failed: ${(err as Error).message}`);
     }
-    const declaredType = String(resp.headers['content-type'] ?? '').split(';')[0]!.trim();
+    const declaredType = String(resp.headers['content-type'] ?? '')
+      .split(';')[0]!
+      .trim();
     const contentType = declaredType && declaredType !== 'application/octet-stream' ? declaredType : ((await head(path)) ?? 'application/octet-stream');
     const name = basename(url.pathname);
     const filename = /\.[A-Za-z0-9]{1,5}$/.test(name) ? name : `${field.replace(/\W+/g, '_')}.${extensionOf(contentType, 'bin')}`;

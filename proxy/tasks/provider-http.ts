@@ -87,9 +87,15 @@ export function header(v: string | string[] | undefined): string | undefined {
 }
 
 /** GET of a result file on the provider, streamed. `auth` only travels to the backend's own origin. */
-export async function openUrl(backend: CompiledBackend, url: string, signal: AbortSignal, auth?: Record<string, string>): Promise<{ body: Readable; contentType?: string }> {
+export async function openUrl(
+  backend: CompiledBackend,
+  url: string,
+  signal: AbortSignal,
+  auth?: Record<string, string>,
+): Promise<{ body: Readable; contentType?: string }> {
   const u = new URL(url);
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new ProviderError(false, 'upstream_invalid_response', 'the upstream gave a result URL that is not http(s)');
+  if (u.protocol !== 'http:' && u.protocol !== 'https:')
+    throw new ProviderError(false, 'upstream_invalid_response', 'the upstream gave a result URL that is not http(s)');
   const sameOrigin = u.origin === targetOf(backend).origin;
   let resp;
   try {

@@ -72,9 +72,7 @@ export interface ProviderContext {
 }
 
 /** One produced file: bytes the upstream returned inline, or a URL on the provider to copy from. */
-export type ProviderOutput =
-  | { type: 'bytes'; data: Buffer; contentType?: string }
-  | { type: 'url'; url: string; headers?: Record<string, string> };
+export type ProviderOutput = { type: 'bytes'; data: Buffer; contentType?: string } | { type: 'url'; url: string; headers?: Record<string, string> };
 
 export type ProviderOutcome =
   | { state: 'succeeded'; outputs: ProviderOutput[]; usage?: Record<string, number> }

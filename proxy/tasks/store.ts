@@ -224,6 +224,9 @@ export async function markTerminal(q: Queryable, id: string, owner: string | nul
 
 /** A stopping worker gives its leases back so the next claim need not wait for them to run out. */
 export async function releaseLeases(q: Queryable, owner: string): Promise<number> {
-  const r = await q.query("UPDATE tasks SET lease_owner = NULL, lease_until = NULL WHERE lease_owner = $1 AND status IN ('queued', 'processing') RETURNING id", [owner]);
+  const r = await q.query(
+    "UPDATE tasks SET lease_owner = NULL, lease_until = NULL WHERE lease_owner = $1 AND status IN ('queued', 'processing') RETURNING id",
+    [owner],
+  );
   return r.rows.length;
 }

@@ -10,7 +10,15 @@ import type { TaskRow } from './types.js';
  * runs each a step further. Stopping gives the leases back so a restart or another replica takes
  * the tasks up without waiting for the leases to run out.
  */
-export function createTaskWorker(o: { engine: TaskEngine; store: Store; log: Logger; owner: string; leaseMs: number; intervalMs: number; concurrency: number }) {
+export function createTaskWorker(o: {
+  engine: TaskEngine;
+  store: Store;
+  log: Logger;
+  owner: string;
+  leaseMs: number;
+  intervalMs: number;
+  concurrency: number;
+}) {
   const loop = new WorkerLoop<TaskRow>({
     name: 'task worker',
     intervalMs: o.intervalMs,

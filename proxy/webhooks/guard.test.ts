@@ -13,7 +13,23 @@ function lookup(policy: UrlPolicy, host: string, resolve?: Resolver): Promise<Lo
 
 describe('URL guard', () => {
   it('refuses loopback, private, link-local and metadata addresses, IPv4-mapped ones included', () => {
-    const refused = ['127.0.0.1', '127.9.9.9', '::1', '::ffff:127.0.0.1', '10.0.0.1', '172.16.5.4', '192.168.1.1', '169.254.169.254', '100.100.100.200', '192.0.0.192', 'fd00:ec2::254', 'fe80::1', '0.0.0.0', '::', '::ffff:10.0.0.1'];
+    const refused = [
+      '127.0.0.1',
+      '127.9.9.9',
+      '::1',
+      '::ffff:127.0.0.1',
+      '10.0.0.1',
+      '172.16.5.4',
+      '192.168.1.1',
+      '169.254.169.254',
+      '100.100.100.200',
+      '192.0.0.192',
+      'fd00:ec2::254',
+      'fe80::1',
+      '0.0.0.0',
+      '::',
+      '::ffff:10.0.0.1',
+    ];
     for (const a of refused) expect(refusal(a, STRICT), a).toBeDefined();
     for (const a of ['93.184.216.34', '8.8.8.8', '2606:4700::1111', '172.32.0.1']) expect(refusal(a, STRICT), a).toBeUndefined();
     expect(refusal('127.0.0.1', LOOPBACK)).toBeUndefined();
@@ -35,7 +51,11 @@ describe('URL guard', () => {
     await expect(lookup(STRICT, 'localhost')).rejects.toBeInstanceOf(UrlRefusedError);
     expect((await lookup(LOOPBACK, 'localhost'))[0]!.address).toMatch(/^(127\.|::1)/);
     // A name that answers a public and a private address is not trusted.
-    const mixed: Resolver = (_h, _o, cb) => cb(null, [{ address: '93.184.216.34', family: 4 }, { address: '10.0.0.5', family: 4 }]);
+    const mixed: Resolver = (_h, _o, cb) =>
+      cb(null, [
+        { address: '93.184.216.34', family: 4 },
+        { address: '10.0.0.5', family: 4 },
+      ]);
     await expect(lookup(STRICT, 'rebind.example', mixed)).rejects.toThrow(/10\.0\.0\.5, a private address/);
     const fine: Resolver = (_h, _o, cb) => cb(null, [{ address: '93.184.216.34', family: 4 }]);
     expect(await lookup(STRICT, 'ok.example', fine)).toEqual([{ address: '93.184.216.34', family: 4 }]);

@@ -91,7 +91,14 @@ export async function recordAttempt(
               finished_at = CASE WHEN $4 = 'pending' THEN NULL ELSE now() END
         WHERE id = $1 AND lease_owner = $2 AND status = 'pending'
         RETURNING id`,
-      [d.id, owner, a.attempt, status, a.error ?? (a.statusCode !== null && next.outcome !== 'delivered' ? `HTTP ${a.statusCode}` : null), next.outcome === 'retry' ? next.inMs / 1000 : 0],
+      [
+        d.id,
+        owner,
+        a.attempt,
+        status,
+        a.error ?? (a.statusCode !== null && next.outcome !== 'delivered' ? `HTTP ${a.statusCode}` : null),
+        next.outcome === 'retry' ? next.inMs / 1000 : 0,
+      ],
     );
     if (u.rows.length === 0) return false;
     await q.query('INSERT INTO webhook_attempts (delivery_id, attempt, started_at, duration_ms, status_code, error) VALUES ($1, $2, $3, $4, $5, $6)', [

@@ -65,7 +65,11 @@ export function createDeliveryWorker(o: DeliveryWorkerOptions) {
       const r = err instanceof UrlRefusedError ? err : refusedCause(err);
       refused = Boolean(r);
       const e = err as Error & { code?: string; cause?: { code?: string } };
-      error = r ? r.message : signal.aborted ? 'shutting down' : `${e.name === 'TimeoutError' ? 'timed out' : e.message}${e.code ?? e.cause?.code ? ` (${e.code ?? e.cause?.code})` : ''}`;
+      error = r
+        ? r.message
+        : signal.aborted
+          ? 'shutting down'
+          : `${e.name === 'TimeoutError' ? 'timed out' : e.message}${(e.code ?? e.cause?.code) ? ` (${e.code ?? e.cause?.code})` : ''}`;
     }
     return { attempt, startedAt, durationMs: performance.now() - t0, statusCode, error, refused };
   };
@@ -75,7 +79,11 @@ export function createDeliveryWorker(o: DeliveryWorkerOptions) {
     if (signal.aborted && a.statusCode === null) return; // stopping: the lease is given back, the attempt does not count
     const ok = a.statusCode !== null && a.statusCode >= 200 && a.statusCode < 300;
     const delay = ok || a.refused ? undefined : retryDelayMs(o.retryScheduleS, a.attempt);
-    const next = ok ? ({ outcome: 'delivered' } as const) : delay === undefined ? ({ outcome: 'failed' } as const) : ({ outcome: 'retry', inMs: delay } as const);
+    const next = ok
+      ? ({ outcome: 'delivered' } as const)
+      : delay === undefined
+        ? ({ outcome: 'failed' } as const)
+        : ({ outcome: 'retry', inMs: delay } as const);
     o.attempts?.inc({ outcome: next.outcome });
     const recorded = await recordAttempt(o.store, d, o.owner, a, next);
     const fields = { delivery: d.id, task: d.taskId, attempt: a.attempt, status: a.statusCode, error: a.error };

@@ -79,7 +79,10 @@ for (const sc of storeCases()) {
       for (let i = 0; i < 5; i++) {
         const id = `usage-a-${i}-${Date.now()}`;
         ids.push(id);
-        await alice.chat.completions.create({ model: i % 2 ? 'm2' : 'm1', messages: [{ role: 'user', content: `a${i}` }] }, { headers: { 'x-request-id': id } });
+        await alice.chat.completions.create(
+          { model: i % 2 ? 'm2' : 'm1', messages: [{ role: 'user', content: `a${i}` }] },
+          { headers: { 'x-request-id': id } },
+        );
       }
       const bobId = `usage-b-${Date.now()}`;
       await bob.chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: 'b' }] }, { headers: { 'x-request-id': bobId } });
@@ -88,7 +91,16 @@ for (const sc of storeCases()) {
       const all = await admin(s, '/admin/v1/usage?account=team');
       const data = all.json.data as Record<string, unknown>[];
       expect(data).toHaveLength(6);
-      expect(data[0]).toMatchObject({ request_id: bobId, key: 'bob', account: 'team', group: 'g', model: 'm1', protocol: 'chat-completions', usage: 'reported', status: 'ok' });
+      expect(data[0]).toMatchObject({
+        request_id: bobId,
+        key: 'bob',
+        account: 'team',
+        group: 'g',
+        model: 'm1',
+        protocol: 'chat-completions',
+        usage: 'reported',
+        status: 'ok',
+      });
       expect(data[0]!.credits).toMatch(/^0\.0000\d\d$/);
       expect(JSON.stringify(all.json)).not.toContain('sk-service');
 

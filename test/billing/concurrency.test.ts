@@ -30,7 +30,12 @@ function resources(sim: string) {
   ];
 }
 
-const params = (i: number) => ({ model: 'm', stream: false as const, max_tokens: MAX_TOKENS, messages: [{ role: 'user' as const, content: `load ${String(i).padStart(5, '0')}` }] });
+const params = (i: number) => ({
+  model: 'm',
+  stream: false as const,
+  max_tokens: MAX_TOKENS,
+  messages: [{ role: 'user' as const, content: `load ${String(i).padStart(5, '0')}` }],
+});
 /** The body the SDK sends for params(i): every one has the same length, so every request holds the same amount. */
 const body = (i: number) => JSON.stringify(params(i));
 
@@ -67,9 +72,7 @@ for (const sc of storeCases()) {
         const open = s.sim.recorder.find('load ').filter((r) => !r.completed && !r.aborted).length;
         maxUpstream = Math.max(maxUpstream, open);
       }, 2);
-      const results = await Promise.all(
-        Array.from({ length: 500 }, (_, i) => call(s.gw.url, i)),
-      );
+      const results = await Promise.all(Array.from({ length: 500 }, (_, i) => call(s.gw.url, i)));
       clearInterval(watch);
       s.sim.context.latencyMs = 0;
       const ok = results.filter((r) => r.status === 200);
@@ -90,7 +93,15 @@ for (const sc of storeCases()) {
 
       // What the clients were told they used is what they were charged.
       const expected = ok.reduce(
-        (sum, r) => sum + chatCost(prices, { inputTokens: r.json.usage.prompt_tokens, cachedInputTokens: 0, cacheWriteTokens: 0, outputTokens: r.json.usage.completion_tokens, reasoningTokens: 0 }),
+        (sum, r) =>
+          sum +
+          chatCost(prices, {
+            inputTokens: r.json.usage.prompt_tokens,
+            cachedInputTokens: 0,
+            cacheWriteTokens: 0,
+            outputTokens: r.json.usage.completion_tokens,
+            reasoningTokens: 0,
+          }),
         0n,
       );
       const metrics = await (await fetch(`${s.gw.adminUrl}/metrics`)).text();
@@ -129,8 +140,7 @@ for (const sc of storeCases()) {
       let maxUpstream = 0;
       const open = (x: BillingStack) => x.sim.recorder.find('load ').filter((r) => !r.completed && !r.aborted).length;
       const watch = setInterval(() => (maxUpstream = Math.max(maxUpstream, open(a) + open(b))), 2);
-      const fire = (s: BillingStack, from: number) =>
-        Array.from({ length: 100 }, async (_, i) => (await call(s.gw.url, from + i)).status);
+      const fire = (s: BillingStack, from: number) => Array.from({ length: 100 }, async (_, i) => (await call(s.gw.url, from + i)).status);
       const statuses = await Promise.all([...fire(a, 0), ...fire(b, 1000)]);
       clearInterval(watch);
       a.sim.context.latencyMs = 0;
@@ -149,7 +159,12 @@ for (const sc of storeCases()) {
       expect(a.sim.recorder.find('load ').length + b.sim.recorder.find('load ').length).toBe(ok);
 
       // Idle leases are handed back without a shutdown.
-      const settled = await until(() => books(a.store, 'load'), (x) => x.held === 0n, 10_000, 'idle leases to be handed back');
+      const settled = await until(
+        () => books(a.store, 'load'),
+        (x) => x.held === 0n,
+        10_000,
+        'idle leases to be handed back',
+      );
       expect(settled.openHolds).toBe(0);
       expect(settled.usageRecords).toBe(ok);
       expect(settled.balance).toBe(settled.grants - settled.usageCredits);
@@ -170,11 +185,13 @@ for (const sc of storeCases()) {
       await a?.dispose();
     });
 
-    it("a replica learns what the key spent on another one and stops it at its limit", async () => {
+    it('a replica learns what the key spent on another one and stops it at its limit', async () => {
       const onB = new OpenAI({ baseURL: `${b.gw.url}/v1`, apiKey: LIMITED, maxRetries: 0 });
       const onA = new OpenAI({ baseURL: `${a.gw.url}/v1`, apiKey: LIMITED, maxRetries: 0 });
       // B has seen the key (its spend is cached there) before A spends.
-      await expect(onB.chat.completions.create({ model: 'm', max_tokens: 20, messages: [{ role: 'user', content: 'x'.repeat(400) }] })).rejects.toMatchObject({ status: 402 });
+      await expect(onB.chat.completions.create({ model: 'm', max_tokens: 20, messages: [{ role: 'user', content: 'x'.repeat(400) }] })).rejects.toMatchObject({
+        status: 402,
+      });
       await onA.chat.completions.create({ model: 'm', max_tokens: 20, messages: [{ role: 'user', content: 'spend on a' }] });
       // B re-reads the spend of the keys it knows every 100 ms here: after a few of those, B's
       // first call with this key is refused, although B itself never charged it.
@@ -212,18 +229,29 @@ for (const sc of storeCases()) {
       expect(credits.account).toBe('rich');
       expect(credits.key.name).toBe('limited');
       expect(credits.key.spend_limit).toBe('0.000090');
-      const spent = chatCost(prices, { inputTokens: first.usage!.prompt_tokens, cachedInputTokens: 0, cacheWriteTokens: 0, outputTokens: first.usage!.completion_tokens, reasoningTokens: 0 });
+      const spent = chatCost(prices, {
+        inputTokens: first.usage!.prompt_tokens,
+        cachedInputTokens: 0,
+        cacheWriteTokens: 0,
+        outputTokens: first.usage!.completion_tokens,
+        reasoningTokens: 0,
+      });
       expect(credits.key.spent).toBe(`0.${spent.toString().padStart(6, '0')}`);
     });
 
     it('an account without credits gets 402 in the Anthropic shape on /v1/messages, and nothing reaches the upstream', async () => {
       const client = new Anthropic({ baseURL: s.gw.url, apiKey: BROKE, maxRetries: 0 });
-      const err = await client.messages.create({ model: 'claude', max_tokens: 100, messages: [{ role: 'user', content: 'broke anthropic' }] }).catch((e: unknown) => e);
+      const err = await client.messages
+        .create({ model: 'claude', max_tokens: 100, messages: [{ role: 'user', content: 'broke anthropic' }] })
+        .catch((e: unknown) => e);
       expect(err).toBeInstanceOf(Anthropic.APIError);
       expect((err as InstanceType<typeof Anthropic.APIError>).status).toBe(402);
       expect((err as InstanceType<typeof Anthropic.APIError>).error).toMatchObject({ type: 'error', error: { type: 'billing_error' } });
       const openai = new OpenAI({ baseURL: `${s.gw.url}/v1`, apiKey: BROKE, maxRetries: 0 });
-      await expect(openai.chat.completions.create({ model: 'm', stream: true, messages: [{ role: 'user', content: 'broke openai' }] })).rejects.toMatchObject({ status: 402, code: 'insufficient_credits' });
+      await expect(openai.chat.completions.create({ model: 'm', stream: true, messages: [{ role: 'user', content: 'broke openai' }] })).rejects.toMatchObject({
+        status: 402,
+        code: 'insufficient_credits',
+      });
       expect(s.sim.recorder.find('broke')).toHaveLength(0);
       const b = await books(s.store, 'empty');
       expect(b.usageRecords).toBe(0);

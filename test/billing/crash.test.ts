@@ -32,7 +32,11 @@ let configDir: string;
 beforeAll(async () => {
   sim = await startSimulator();
   configDir = await writeManifests(
-    [chatRoute('m', `${sim.url}/v1`, { pricing: { inputPerMillion: '1', outputPerMillion: '2' } }), group('g', ['m']), apiKey('k', KEY, 'g', { account: 'acct' })],
+    [
+      chatRoute('m', `${sim.url}/v1`, { pricing: { inputPerMillion: '1', outputPerMillion: '2' } }),
+      group('g', ['m']),
+      apiKey('k', KEY, 'g', { account: 'acct' }),
+    ],
     'tollgate-billing-crash-config-',
   );
 });
@@ -64,7 +68,9 @@ async function restartUntilReleased(ctx: { children: ChildProcess[] }, start: ()
   const second = await start();
   ctx.children.push(second.child);
   const account = () =>
-    fetch(`${second.adminUrl}/admin/v1/accounts/acct`, { headers: { authorization: `Bearer ${ADMIN}` } }).then((r) => r.json() as Promise<{ held: string; balance: string }>);
+    fetch(`${second.adminUrl}/admin/v1/accounts/acct`, { headers: { authorization: `Bearer ${ADMIN}` } }).then(
+      (r) => r.json() as Promise<{ held: string; balance: string }>,
+    );
   await until(account, (a) => a.held === '0.000000', 20_000, 'the dead lease to be released');
   second.child.kill('SIGTERM');
   expect(await second.exited).toBe(0);
@@ -86,7 +92,11 @@ for (const { name, make } of serveTargets('tollgate-billing-crash-')) {
       let completed = 0;
       const streams = Array.from({ length: 50 }, async (_, i) => {
         try {
-          const s = await client.chat.completions.create({ model: 'm', stream: true, messages: [{ role: 'user', content: `[sim:tokens=100] ${marker} ${i}` }] });
+          const s = await client.chat.completions.create({
+            model: 'm',
+            stream: true,
+            messages: [{ role: 'user', content: `[sim:tokens=100] ${marker} ${i}` }],
+          });
           let first = true;
           for await (const _ of s) {
             if (first) firstChunks++;
@@ -97,7 +107,12 @@ for (const { name, make } of serveTargets('tollgate-billing-crash-')) {
           // the gateway died under it
         }
       });
-      await until(async () => firstChunks, (n) => n === 50, 30_000, 'all 50 streams to start');
+      await until(
+        async () => firstChunks,
+        (n) => n === 50,
+        30_000,
+        'all 50 streams to start',
+      );
       first.child.kill('SIGKILL');
       await first.exited;
       await Promise.all(streams);
@@ -153,7 +168,12 @@ for (const { name, make } of serveTargets('tollgate-billing-crash-')) {
           const r = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: `[sim:tokens=${i + 1}] ask ${i}` }] });
           expected += BigInt(r.usage!.prompt_tokens) * 1n + BigInt(r.usage!.completion_tokens) * 2n;
         } else {
-          const s = await client.chat.completions.create({ model: 'm', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: `[sim:tokens=${i + 1}] ask ${i}` }] });
+          const s = await client.chat.completions.create({
+            model: 'm',
+            stream: true,
+            stream_options: { include_usage: true },
+            messages: [{ role: 'user', content: `[sim:tokens=${i + 1}] ask ${i}` }],
+          });
           for await (const chunk of s) if (chunk.usage) expected += BigInt(chunk.usage.prompt_tokens) * 1n + BigInt(chunk.usage.completion_tokens) * 2n;
         }
       }

@@ -30,7 +30,8 @@ describe('the quickstart', () => {
     try {
       const api = first.match.api as string;
       const adminUrl = first.match.admin as string;
-      const credits = async () => (await (await fetch(`${api}/v1/credits`, { headers: { authorization: 'Bearer sk-service-quickstart' } })).json()) as { balance: string };
+      const credits = async () =>
+        (await (await fetch(`${api}/v1/credits`, { headers: { authorization: 'Bearer sk-service-quickstart' } })).json()) as { balance: string };
       expect((await credits()).balance).toBe('1000.000000');
       // Spend some, so a second grant would show.
       const grant = await fetch(`${adminUrl}/admin/v1/accounts/demo/grants`, {
@@ -50,7 +51,9 @@ describe('the quickstart', () => {
 
       const second = await serve(dir);
       try {
-        const again = (await (await fetch(`${second.match.api as string}/v1/credits`, { headers: { authorization: 'Bearer sk-service-quickstart' } })).json()) as { balance: string };
+        const again = (await (
+          await fetch(`${second.match.api as string}/v1/credits`, { headers: { authorization: 'Bearer sk-service-quickstart' } })
+        ).json()) as { balance: string };
         expect(again.balance).toBe(after);
       } finally {
         second.child.kill('SIGTERM');

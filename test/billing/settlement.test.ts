@@ -78,18 +78,34 @@ for (const sc of storeCases()) {
       await s.dispose();
     });
 
-    const settledBooks = () => until(() => books(s.store, 'acct'), (b) => b.held === 0n, 10_000, 'the lease to be handed back');
+    const settledBooks = () =>
+      until(
+        () => books(s.store, 'acct'),
+        (b) => b.held === 0n,
+        10_000,
+        'the lease to be handed back',
+      );
 
     it('a completed stream is charged on the usage the upstream reported, with a full usage record', async () => {
       const id = rid('ok');
       const before = await settledBooks();
-      const stream = await openai.chat.completions.create({ model: 'm', stream: true, messages: [{ role: 'user', content: 'count me' }] }, { headers: { 'x-request-id': id } });
+      const stream = await openai.chat.completions.create(
+        { model: 'm', stream: true, messages: [{ role: 'user', content: 'count me' }] },
+        { headers: { 'x-request-id': id } },
+      );
       let usage: OpenAI.CompletionUsage | undefined;
       for await (const chunk of stream) if (chunk.usage) usage = chunk.usage;
       expect(usage).toBeDefined();
       // The stream's end reached the client only after its capture was durable.
       const rec = (await s.store.query<Record<string, unknown>>('SELECT * FROM usage_records WHERE request_id = $1', [id])).rows[0]!;
-      expect(rec).toMatchObject({ key_name: 'delivered-key', account: 'acct', group_name: 'delivered', model: 'm', upstream_model: 'gpt-sim', protocol: 'chat-completions' });
+      expect(rec).toMatchObject({
+        key_name: 'delivered-key',
+        account: 'acct',
+        group_name: 'delivered',
+        model: 'm',
+        upstream_model: 'gpt-sim',
+        protocol: 'chat-completions',
+      });
       expect(rec).toMatchObject({ usage_source: 'reported', status: 'ok', http_status: 200 });
       expect(Number(rec.input_tokens)).toBe(usage!.prompt_tokens);
       expect(Number(rec.output_tokens)).toBe(usage!.completion_tokens);
@@ -147,7 +163,9 @@ for (const sc of storeCases()) {
     it('an upstream error before the first byte is passed through and costs nothing: the hold is released in full', async () => {
       const id = rid('e500');
       const before = await settledBooks();
-      await expect(openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: '[sim:500] fail first' }] }, { headers: { 'x-request-id': id } })).rejects.toMatchObject({ status: 500 });
+      await expect(
+        openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: '[sim:500] fail first' }] }, { headers: { 'x-request-id': id } }),
+      ).rejects.toMatchObject({ status: 500 });
       const rec = await usageOf(s.store, id);
       expect(rec).toMatchObject({ status: 'upstream_error', http_status: 500 });
       expect(BigInt(rec.credits as string)).toBe(0n);
@@ -168,7 +186,9 @@ for (const sc of storeCases()) {
       await expect(
         (async () => {
           for await (const ev of stream) {
-            if (ev.type === 'message_start') reportedInput = ev.message.usage.input_tokens + (ev.message.usage.cache_read_input_tokens ?? 0) + (ev.message.usage.cache_creation_input_tokens ?? 0);
+            if (ev.type === 'message_start')
+              reportedInput =
+                ev.message.usage.input_tokens + (ev.message.usage.cache_read_input_tokens ?? 0) + (ev.message.usage.cache_creation_input_tokens ?? 0);
             if (ev.type === 'content_block_delta' && ev.delta.type === 'text_delta') text += ev.delta.text;
           }
         })(),
@@ -185,7 +205,10 @@ for (const sc of storeCases()) {
 
     it('a stream cut by the upstream (no terminal event) is charged on an estimate and ends with an error event', async () => {
       const id = rid('cut');
-      const stream = await openai.chat.completions.create({ model: 'm', stream: true, messages: [{ role: 'user', content: `[sim:cut] [sim:tokens=40] cut ${id}` }] }, { headers: { 'x-request-id': id } });
+      const stream = await openai.chat.completions.create(
+        { model: 'm', stream: true, messages: [{ role: 'user', content: `[sim:cut] [sim:tokens=40] cut ${id}` }] },
+        { headers: { 'x-request-id': id } },
+      );
       await expect(
         (async () => {
           for await (const _ of stream);
@@ -247,7 +270,14 @@ for (const sc of storeCases()) {
       const before = await books(s.store, 'acct');
       const charge = await engine.holdChat(quote);
       expect(charge.heldMicro).toBe(210n);
-      const outcome = { usage: { inputTokens: 10, cachedInputTokens: 0, cacheWriteTokens: 0, outputTokens: 300, reasoningTokens: 250 }, usageSource: 'reported' as const, status: 'ok' as const, httpStatus: 200, upstreamModel: 'gpt-sim', latencyMs: 1 };
+      const outcome = {
+        usage: { inputTokens: 10, cachedInputTokens: 0, cacheWriteTokens: 0, outputTokens: 300, reasoningTokens: 250 },
+        usageSource: 'reported' as const,
+        status: 'ok' as const,
+        httpStatus: 200,
+        upstreamModel: 'gpt-sim',
+        latencyMs: 1,
+      };
       await Promise.all([charge.settle(outcome), charge.settle(outcome)]);
       await charge.settle(outcome);
       const rec = await usageOf(s.store, quote.requestId);

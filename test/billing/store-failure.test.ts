@@ -56,7 +56,9 @@ for (const sc of storeCases()) {
       const client = new OpenAI({ baseURL: `${s.gw.url}/v1`, apiKey: KEY, maxRetries: 0 });
       const before = await books(store, 'acct');
       store.failing = true;
-      await expect(client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'during the outage' }] })).rejects.toMatchObject({ status: 500 });
+      await expect(client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'during the outage' }] })).rejects.toMatchObject({
+        status: 500,
+      });
       store.failing = false;
       const during = await books(store, 'acct');
       expect(during.balance).toBe(before.balance);
@@ -100,14 +102,26 @@ for (const sc of storeCases()) {
     it('answers while group commits fail, and charges each answer once the store is back', async () => {
       const client = new OpenAI({ baseURL: `${s.gw.url}/v1`, apiKey: KEY, maxRetries: 0 });
       const first = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'takes the lease' }] });
-      await until(() => books(store, 'acct'), (b) => b.usageRecords === 1, 10_000, 'the first charge');
+      await until(
+        () => books(store, 'acct'),
+        (b) => b.usageRecords === 1,
+        10_000,
+        'the first charge',
+      );
       store.failing = true;
-      const during = await Promise.all([1, 2, 3].map((i) => client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: `during the outage ${i}` }] })));
+      const during = await Promise.all(
+        [1, 2, 3].map((i) => client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: `during the outage ${i}` }] })),
+      );
       expect((await books(store, 'acct')).usageRecords).toBe(1);
       const pending = async () => /^tollgate_billing_journal_pending (\d+)$/m.exec(await (await fetch(`${s.gw.adminUrl}/metrics`)).text())?.[1];
       expect(await pending()).toBe('3');
       store.failing = false;
-      const after = await until(() => books(store, 'acct'), (b) => b.usageRecords === 4, 15_000, 'the journaled charges to reach the store');
+      const after = await until(
+        () => books(store, 'acct'),
+        (b) => b.usageRecords === 4,
+        15_000,
+        'the journaled charges to reach the store',
+      );
       const cost = (r: OpenAI.ChatCompletion) => BigInt(r.usage!.prompt_tokens + 2 * r.usage!.completion_tokens);
       expect(after.usageCredits).toBe(during.reduce((n, r) => n + cost(r), cost(first)));
       expect(await pending()).toBe('0');
@@ -118,10 +132,17 @@ for (const sc of storeCases()) {
       const before = await books(store, 'acct');
       store.down = true;
       await new Promise((r) => setTimeout(r, 1000));
-      await expect(client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'lease past renewal' }] })).rejects.toMatchObject({ status: 500 });
+      await expect(client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'lease past renewal' }] })).rejects.toMatchObject({
+        status: 500,
+      });
       store.down = false;
       const ok = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'store back' }] });
-      const after = await until(() => books(store, 'acct'), (b) => b.usageRecords === before.usageRecords + 1, 15_000, 'the charge after the outage');
+      const after = await until(
+        () => books(store, 'acct'),
+        (b) => b.usageRecords === before.usageRecords + 1,
+        15_000,
+        'the charge after the outage',
+      );
       expect(after.usageCredits - before.usageCredits).toBe(BigInt(ok.usage!.prompt_tokens + 2 * ok.usage!.completion_tokens));
       await s.close();
       const closed = await books(store, 'acct');

@@ -19,7 +19,11 @@ export interface BillingStack extends Stack {
  * A gateway + simulator metered by the real engine on a fresh store of the case (or on a store
  * another stack already uses: a second replica); no credits unless granted.
  */
-export async function billingStack(sc: StoreCase | { shared: Store }, resources: (sim: string) => object[], settings: Partial<BillingSettings> = {}): Promise<BillingStack> {
+export async function billingStack(
+  sc: StoreCase | { shared: Store },
+  resources: (sim: string) => object[],
+  settings: Partial<BillingSettings> = {},
+): Promise<BillingStack> {
   const store = 'shared' in sc ? sc.shared : await sc.open();
   const owned = !('shared' in sc);
   let engine: BillingEngine | undefined;
@@ -50,7 +54,9 @@ export async function billingStack(sc: StoreCase | { shared: Store }, resources:
 export async function books(store: Store, account: string) {
   const state = await accountState(store, account);
   const grants = await store.query<{ s: unknown }>("SELECT COALESCE(SUM(delta_balance), 0) AS s FROM ledger WHERE account = $1 AND kind = 'grant'", [account]);
-  const usage = await store.query<{ s: unknown; n: unknown }>('SELECT COALESCE(SUM(credits), 0) AS s, COUNT(*) AS n FROM usage_records WHERE account = $1', [account]);
+  const usage = await store.query<{ s: unknown; n: unknown }>('SELECT COALESCE(SUM(credits), 0) AS s, COUNT(*) AS n FROM usage_records WHERE account = $1', [
+    account,
+  ]);
   const holds = await store.query<{ n: unknown }>("SELECT COUNT(*) AS n FROM holds WHERE account = $1 AND purpose IN ('request', 'lease')", [account]);
   return {
     ...state,
@@ -67,7 +73,8 @@ export async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, ms =
   for (;;) {
     const v = await fn();
     if (ok(v)) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(v, (_k, x: unknown) => (typeof x === 'bigint' ? x.toString() : x))}`);
+    if (Date.now() > end)
+      throw new Error(`timed out waiting for ${what}: ${JSON.stringify(v, (_k, x: unknown) => (typeof x === 'bigint' ? x.toString() : x))}`);
     await new Promise((r) => setTimeout(r, 25));
   }
 }

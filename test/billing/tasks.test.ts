@@ -12,7 +12,11 @@ for (const sc of storeCases()) {
   describe(`task holds and the key's spend limit on ${sc.name}`, () => {
     const t = useTasksStack(sc, {
       // 0.02 credits an image; the key may spend 0.05.
-      resources: (url) => [imageRoute('img', 'openai', `${url}/v1`, { model: 'image-sim' }), group('g', ['img']), apiKey('lim', LIMITED, 'g', { account: 'acct', spendLimit: '0.05' })],
+      resources: (url) => [
+        imageRoute('img', 'openai', `${url}/v1`, { model: 'image-sim' }),
+        group('g', ['img']),
+        apiKey('lim', LIMITED, 'g', { account: 'acct', spendLimit: '0.05' }),
+      ],
       credits: { acct: 10n * C },
     });
 

@@ -46,7 +46,10 @@ describe('a ccOnly group', () => {
         const before = billing.quotes.size;
         const r = await replay(f);
         expect(r.status).toBe(403);
-        expect(JSON.parse(r.text)).toMatchObject({ type: 'error', error: { type: 'permission_error', message: expect.stringMatching(/restricted to the Claude Code client/) } });
+        expect(JSON.parse(r.text)).toMatchObject({
+          type: 'error',
+          error: { type: 'permission_error', message: expect.stringMatching(/restricted to the Claude Code client/) },
+        });
         expect(billing.quotes.size).toBe(before);
       });
     }
@@ -61,7 +64,12 @@ describe('a ccOnly group', () => {
   });
 
   it('refuses the OpenAI endpoints, which Claude Code does not use, whatever the client', async () => {
-    const client = new OpenAI({ baseURL: `${stack.gw.url}/v1`, apiKey: CC_KEY, maxRetries: 0, defaultHeaders: loadFixtures().find((f) => f.name === 'claude-code-2.1-interactive')!.headers });
+    const client = new OpenAI({
+      baseURL: `${stack.gw.url}/v1`,
+      apiKey: CC_KEY,
+      maxRetries: 0,
+      defaultHeaders: loadFixtures().find((f) => f.name === 'claude-code-2.1-interactive')!.headers,
+    });
     const err = await client.chat.completions.create({ model: 'sim-gpt', messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenAI.PermissionDeniedError);
     expect((err as Error).message).toMatch(/restricted to the Claude Code client, which uses \/v1\/messages only/);
@@ -82,7 +90,9 @@ describe('a ccOnly group', () => {
         ...(body ? { body: JSON.stringify(body) } : {}),
       });
       expect(r.statusCode, path).toBe(403);
-      expect(await r.body.json(), path).toMatchObject({ error: { type: 'permission_error', message: expect.stringContaining(`restricted to the Claude Code client, which does not use ${path}`) } });
+      expect(await r.body.json(), path).toMatchObject({
+        error: { type: 'permission_error', message: expect.stringContaining(`restricted to the Claude Code client, which does not use ${path}`) },
+      });
     }
     expect(stack.sim.recorder.all().length).toBe(upstreamBefore);
   });

@@ -45,7 +45,10 @@ describe('POST /v1/chat/completions through the gateway (openai SDK)', () => {
   it('streaming: chunks arrive as sent, the last content frame carries usage, [DONE] ends it', async () => {
     const marker = `s-${Date.now()}`;
     const id = rid('c-stream');
-    const s = await client.chat.completions.create({ model: 'sim-gpt', stream: true, messages: [{ role: 'user', content: `hi ${marker}` }] }, withRequestId(id));
+    const s = await client.chat.completions.create(
+      { model: 'sim-gpt', stream: true, messages: [{ role: 'user', content: `hi ${marker}` }] },
+      withRequestId(id),
+    );
     let text = '';
     let usage: OpenAI.CompletionUsage | undefined | null;
     for await (const chunk of s) {
@@ -62,13 +65,20 @@ describe('POST /v1/chat/completions through the gateway (openai SDK)', () => {
   it('keeps unknown fields byte-equal on the way upstream', async () => {
     const marker = `x-${Date.now()}`;
     const body = `{"model":"sim-gpt","stream":false,"messages":[{"role":"user","content":"${marker}"}],"x_vendor":{"a":1.50,"b":"\\u00e9"},"temperature":0.70}`;
-    const r = await fetch(`${stack.gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' }, body });
+    const r = await fetch(`${stack.gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+      body,
+    });
     expect(r.status).toBe(200);
     expect(stack.sim.recorder.find(marker)[0]!.body.toString()).toBe(body.replace('"sim-gpt"', '"gpt-sim"'));
   });
 
   it('a model outside the group is 404 and an invalid body 400, in the OpenAI error shape', async () => {
-    await expect(client.chat.completions.create({ model: 'other', messages: [{ role: 'user', content: 'x' }] })).rejects.toMatchObject({ status: 404, type: 'invalid_request_error' });
+    await expect(client.chat.completions.create({ model: 'other', messages: [{ role: 'user', content: 'x' }] })).rejects.toMatchObject({
+      status: 404,
+      type: 'invalid_request_error',
+    });
     await expect(client.chat.completions.create({ model: 'sim-gpt' } as never)).rejects.toMatchObject({ status: 400, param: 'messages' });
   });
 
@@ -110,7 +120,10 @@ describe('POST /v1/chat/completions through the gateway (openai SDK)', () => {
 
   it('tool call round trip with streamed arguments; the tool message reaches the upstream unchanged', async () => {
     const tools: OpenAI.ChatCompletionTool[] = [
-      { type: 'function', function: { name: 'add', parameters: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'] } } },
+      {
+        type: 'function',
+        function: { name: 'add', parameters: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'] } },
+      },
     ];
     const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: 'user', content: 'add 1 and 1' }];
     const s = await client.chat.completions.create({ model: 'sim-gpt', stream: true, tools, tool_choice: 'required', messages });
@@ -128,7 +141,10 @@ describe('POST /v1/chat/completions through the gateway (openai SDK)', () => {
     expect(finish).toBe('tool_calls');
     expect(name).toBe('add');
     expect(JSON.parse(args)).toEqual({ a: 1, b: 1 });
-    messages.push({ role: 'assistant', content: null, tool_calls: [{ id: callId, type: 'function', function: { name, arguments: args } }] }, { role: 'tool', tool_call_id: callId, content: '2' });
+    messages.push(
+      { role: 'assistant', content: null, tool_calls: [{ id: callId, type: 'function', function: { name, arguments: args } }] },
+      { role: 'tool', tool_call_id: callId, content: '2' },
+    );
     const id = rid('c-tool');
     const r = await client.chat.completions.create({ model: 'sim-gpt', tools, messages }, withRequestId(id));
     expect(r.choices[0]!.finish_reason).toBe('stop');
@@ -139,7 +155,10 @@ describe('POST /v1/chat/completions through the gateway (openai SDK)', () => {
 
   it("the upstream's in-stream error frame ends the stream and the SDK raises it", async () => {
     const id = rid('c-fail');
-    const s = await client.chat.completions.create({ model: 'sim-gpt', stream: true, messages: [{ role: 'user', content: '[sim:fail] go' }] }, withRequestId(id));
+    const s = await client.chat.completions.create(
+      { model: 'sim-gpt', stream: true, messages: [{ role: 'user', content: '[sim:fail] go' }] },
+      withRequestId(id),
+    );
     const read = async () => {
       for await (const _ of s) void _;
     };
@@ -149,11 +168,13 @@ describe('POST /v1/chat/completions through the gateway (openai SDK)', () => {
 
   it('an unreachable upstream is 502 and a slow one 504, in the OpenAI error shape, settled once', async () => {
     const id = rid('c-502');
-    await expect(client.chat.completions.create({ model: 'unreachable', messages: [{ role: 'user', content: 'x' }] }, withRequestId(id))).rejects.toMatchObject({
-      status: 502,
-      code: 'upstream_unavailable',
-      type: 'api_error',
-    });
+    await expect(client.chat.completions.create({ model: 'unreachable', messages: [{ role: 'user', content: 'x' }] }, withRequestId(id))).rejects.toMatchObject(
+      {
+        status: 502,
+        code: 'upstream_unavailable',
+        type: 'api_error',
+      },
+    );
     expect(billing.settled(id)).toMatchObject({ status: 'upstream_error', httpStatus: 502 });
     await expect(client.chat.completions.create({ model: 'impatient', messages: [{ role: 'user', content: '[sim:slow=1500] x' }] })).rejects.toMatchObject({
       status: 504,

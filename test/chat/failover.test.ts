@@ -7,7 +7,14 @@ import { apiKey, chatRoute, group } from '../support/resources.js';
 import { startStack, type Stack } from '../support/stack.js';
 import { RecordingBilling, rid, withRequestId } from './support.js';
 
-const backend = (model: string, priority: number, weight = 1): CompiledBackend => ({ provider: 'openai', baseURL: `http://b/${model}`, model, priority, weight, timeoutMs: 1000 });
+const backend = (model: string, priority: number, weight = 1): CompiledBackend => ({
+  provider: 'openai',
+  baseURL: `http://b/${model}`,
+  model,
+  priority,
+  weight,
+  timeoutMs: 1000,
+});
 
 describe('orderBackends', () => {
   it('lowest priority first, by weight within a priority, cooling backends last', () => {
@@ -61,7 +68,10 @@ describe('failover while nothing was sent', () => {
   it('an unreachable first backend is skipped for the next one, once, and then cools down', async () => {
     const id = rid('f-stream');
     let text = '';
-    for await (const c of await client.chat.completions.create({ model: 'multi', stream: true, messages: [{ role: 'user', content: 'hi' }] }, withRequestId(id))) {
+    for await (const c of await client.chat.completions.create(
+      { model: 'multi', stream: true, messages: [{ role: 'user', content: 'hi' }] },
+      withRequestId(id),
+    )) {
       text += c.choices[0]?.delta.content ?? '';
     }
     expect(text.length).toBeGreaterThan(0);

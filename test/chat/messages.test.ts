@@ -44,14 +44,28 @@ describe('POST /v1/messages through the gateway (@anthropic-ai/sdk)', () => {
     const s = billing.settled(id);
     expect(s.status).toBe('ok');
     expect(s.usageSource).toBe('reported');
-    expect(s.usage).toEqual({ inputTokens: msg.usage.input_tokens, cachedInputTokens: 0, cacheWriteTokens: 0, outputTokens: msg.usage.output_tokens, reasoningTokens: 0 });
+    expect(s.usage).toEqual({
+      inputTokens: msg.usage.input_tokens,
+      cachedInputTokens: 0,
+      cacheWriteTokens: 0,
+      outputTokens: msg.usage.output_tokens,
+      reasoningTokens: 0,
+    });
   });
 
   it('messages.stream: thinking and text arrive as sent, message_start + message_delta usage (with cache reads) is what settles', async () => {
-    const system = [{ type: 'text' as const, text: `You are a careful assistant ${'and a patient one '.repeat(20)}`, cache_control: { type: 'ephemeral' as const } }];
+    const system = [
+      { type: 'text' as const, text: `You are a careful assistant ${'and a patient one '.repeat(20)}`, cache_control: { type: 'ephemeral' as const } },
+    ];
     const ask = (id: string) =>
       client.messages.stream(
-        { model: 'sim-claude', max_tokens: 2000, system, thinking: { type: 'enabled', budget_tokens: 1024 }, messages: [{ role: 'user', content: `cache me ${id}` }] },
+        {
+          model: 'sim-claude',
+          max_tokens: 2000,
+          system,
+          thinking: { type: 'enabled', budget_tokens: 1024 },
+          messages: [{ role: 'user', content: `cache me ${id}` }],
+        },
         withRequestId(id),
       );
     const first = rid('m-stream1');
@@ -85,7 +99,11 @@ describe('POST /v1/messages through the gateway (@anthropic-ai/sdk)', () => {
 
   it('tool use round trip: streamed input_json_delta, then a tool_result answered in text', async () => {
     const tools: Anthropic.Tool[] = [
-      { name: 'get_weather', description: 'Weather of a city', input_schema: { type: 'object', properties: { city: { type: 'string' }, days: { type: 'integer' } }, required: ['city', 'days'] } },
+      {
+        name: 'get_weather',
+        description: 'Weather of a city',
+        input_schema: { type: 'object', properties: { city: { type: 'string' }, days: { type: 'integer' } }, required: ['city', 'days'] },
+      },
     ];
     const messages: Anthropic.MessageParam[] = [{ role: 'user', content: 'Weather in Paris?' }];
     const first = await client.messages.stream({ model: 'sim-claude', max_tokens: 500, tools, tool_choice: { type: 'any' }, messages }).finalMessage();
@@ -93,7 +111,10 @@ describe('POST /v1/messages through the gateway (@anthropic-ai/sdk)', () => {
     const call = first.content.find((b): b is Anthropic.ToolUseBlock => b.type === 'tool_use')!;
     expect(call.name).toBe('get_weather');
     expect(call.input).toEqual({ city: 'Weather in Paris?', days: 1 });
-    messages.push({ role: 'assistant', content: first.content }, { role: 'user', content: [{ type: 'tool_result', tool_use_id: call.id, content: '18°C and sunny' }] });
+    messages.push(
+      { role: 'assistant', content: first.content },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: call.id, content: '18°C and sunny' }] },
+    );
     const id = rid('m-tool2');
     const second = await client.messages.create({ model: 'sim-claude', max_tokens: 500, tools, messages }, withRequestId(id));
     expect(second.stop_reason).toBe('end_turn');
@@ -108,12 +129,22 @@ describe('POST /v1/messages through the gateway (@anthropic-ai/sdk)', () => {
     const body = `{"model":"sim-claude","max_tokens":64,"messages":[{"role":"user","content":"hi"},{"role":"system","content":"be brief"}],"context_management":{"edits":[]},"output_config":{"effort":"high"},"x_weird":1.50e0}`;
     const r = await fetch(`${stack.gw.url}/v1/messages?beta=true`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'anthropic-version': '2023-06-01', 'anthropic-beta': 'context-management-2025-06-27', 'x-request-id': id, cookie: 'session=secret', 'x-api-key': 'sk-ant-not-ours' },
+      headers: {
+        authorization: `Bearer ${KEY}`,
+        'content-type': 'application/json',
+        'anthropic-version': '2023-06-01',
+        'anthropic-beta': 'context-management-2025-06-27',
+        'x-request-id': id,
+        cookie: 'session=secret',
+        'x-api-key': 'sk-ant-not-ours',
+      },
       body,
     });
     expect(r.status).toBe(200);
     const up = upstreamOf(stack.sim, id);
-    expect(up.body.toString()).toBe(body.replace('"sim-claude"', '"claude-sim"').replace('"max_tokens":64', '"max_tokens":64').replace('{"model"', '{"stream":true,"model"'));
+    expect(up.body.toString()).toBe(
+      body.replace('"sim-claude"', '"claude-sim"').replace('"max_tokens":64', '"max_tokens":64').replace('{"model"', '{"stream":true,"model"'),
+    );
     expect(up.query).toBe('beta=true');
     expect(up.headers['anthropic-beta']).toBe('context-management-2025-06-27');
     expect(up.headers['anthropic-version']).toBe('2023-06-01');
@@ -125,20 +156,33 @@ describe('POST /v1/messages through the gateway (@anthropic-ai/sdk)', () => {
 
   it('max_tokens is required: 400 in Anthropic error shape, nothing held', async () => {
     const id = rid('m-nomax');
-    const err = await client.messages.create({ model: 'sim-claude', messages: [{ role: 'user', content: 'x' }] } as never, withRequestId(id)).catch((e: unknown) => e);
+    const err = await client.messages
+      .create({ model: 'sim-claude', messages: [{ role: 'user', content: 'x' }] } as never, withRequestId(id))
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(Anthropic.BadRequestError);
-    expect((err as InstanceType<typeof Anthropic.BadRequestError>).error).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', message: expect.stringMatching(/max_tokens/) } });
+    expect((err as InstanceType<typeof Anthropic.BadRequestError>).error).toMatchObject({
+      type: 'error',
+      error: { type: 'invalid_request_error', message: expect.stringMatching(/max_tokens/) },
+    });
     expect(billing.quotes.has(id)).toBe(false);
   });
 
   it("an OpenAI-protocol model is a clear 501 in Anthropic's shape", async () => {
     const err = await client.messages.create({ model: 'sim-gpt', max_tokens: 10, messages: [{ role: 'user', content: 'x' }] }).catch((e: unknown) => e);
-    expect(err).toMatchObject({ status: 501, error: { type: 'error', error: { message: expect.stringMatching(/does not speak the messages protocol .*call it through \/v1\/chat\/completions or \/v1\/responses$/) } } });
+    expect(err).toMatchObject({
+      status: 501,
+      error: {
+        type: 'error',
+        error: { message: expect.stringMatching(/does not speak the messages protocol .*call it through \/v1\/chat\/completions or \/v1\/responses$/) },
+      },
+    });
   });
 
   it("passes the upstream's 429 through with retry-after and its own body", async () => {
     const id = rid('m-429');
-    const err = await client.messages.create({ model: 'sim-claude', max_tokens: 10, messages: [{ role: 'user', content: '[sim:429]' }] }, withRequestId(id)).catch((e: unknown) => e);
+    const err = await client.messages
+      .create({ model: 'sim-claude', max_tokens: 10, messages: [{ role: 'user', content: '[sim:429]' }] }, withRequestId(id))
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(Anthropic.RateLimitError);
     const e = err as InstanceType<typeof Anthropic.RateLimitError>;
     expect(e.headers.get('retry-after')).toBe('7');
@@ -161,7 +205,9 @@ describe('POST /v1/messages through the gateway (@anthropic-ai/sdk)', () => {
     const stream = client.messages.stream({ model: 'sim-claude', max_tokens: 100, messages: [{ role: 'user', content: '[sim:cut] go' }] }, withRequestId(id));
     let text = '';
     stream.on('text', (t) => (text += t));
-    await expect(stream.finalMessage()).rejects.toMatchObject({ error: { type: 'error', error: { type: 'api_error', message: expect.stringMatching(/upstream stream failed/) } } });
+    await expect(stream.finalMessage()).rejects.toMatchObject({
+      error: { type: 'error', error: { type: 'api_error', message: expect.stringMatching(/upstream stream failed/) } },
+    });
     expect(text.length).toBeGreaterThan(0);
     const s = billing.settled(id);
     expect(s.status).toBe('upstream_error');
@@ -173,7 +219,10 @@ describe('POST /v1/messages through the gateway (@anthropic-ai/sdk)', () => {
     const id = rid('m-abort');
     stack.sim.context.chunkDelayMs = 2;
     try {
-      const stream = client.messages.stream({ model: 'sim-claude', max_tokens: 100_000, messages: [{ role: 'user', content: '[sim:tokens=5000] long' }] }, withRequestId(id));
+      const stream = client.messages.stream(
+        { model: 'sim-claude', max_tokens: 100_000, messages: [{ role: 'user', content: '[sim:tokens=5000] long' }] },
+        withRequestId(id),
+      );
       const ended = stream.finalMessage().catch((e: unknown) => e);
       await new Promise<void>((resolve) => stream.once('text', () => resolve()));
       stream.abort();
@@ -194,7 +243,9 @@ describe('POST /v1/messages through the gateway (@anthropic-ai/sdk)', () => {
     const id = rid('m-order');
     billing.settleDelayMs = 150;
     try {
-      const msg = await client.messages.stream({ model: 'sim-claude', max_tokens: 100, messages: [{ role: 'user', content: 'order' }] }, withRequestId(id)).finalMessage();
+      const msg = await client.messages
+        .stream({ model: 'sim-claude', max_tokens: 100, messages: [{ role: 'user', content: 'order' }] }, withRequestId(id))
+        .finalMessage();
       const doneAt = Date.now();
       expect(msg.stop_reason).toBe('end_turn');
       expect(doneAt).toBeGreaterThanOrEqual(billing.settlements.get(id)![0]!.at);
@@ -219,13 +270,18 @@ describe('POST /v1/messages/count_tokens', () => {
   });
 
   it('is estimated, and marked so, for a backend without count_tokens', async () => {
-    const { data, response } = await client.messages.countTokens({ model: 'claude-nocount', messages: [{ role: 'user', content: 'x'.repeat(400) }] }).withResponse();
+    const { data, response } = await client.messages
+      .countTokens({ model: 'claude-nocount', messages: [{ role: 'user', content: 'x'.repeat(400) }] })
+      .withResponse();
     expect(data.input_tokens).toBeGreaterThanOrEqual(100);
     expect(response.headers.get('x-tollgate-token-count')).toBe('estimated');
   });
 
   it('a model outside the group is 404 in Anthropic shape', async () => {
-    await expect(client.messages.countTokens({ model: 'nope', messages: [{ role: 'user', content: 'x' }] })).rejects.toMatchObject({ status: 404, error: { error: { type: 'not_found_error' } } });
+    await expect(client.messages.countTokens({ model: 'nope', messages: [{ role: 'user', content: 'x' }] })).rejects.toMatchObject({
+      status: 404,
+      error: { error: { type: 'not_found_error' } },
+    });
   });
 });
 

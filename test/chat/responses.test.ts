@@ -24,7 +24,13 @@ beforeAll(async () => {
 afterAll(() => stack.close());
 
 const tools: OpenAI.Responses.FunctionTool[] = [
-  { type: 'function', name: 'lookup', description: 'Look a word up', strict: true, parameters: { type: 'object', properties: { word: { type: 'string' } }, required: ['word'], additionalProperties: false } },
+  {
+    type: 'function',
+    name: 'lookup',
+    description: 'Look a word up',
+    strict: true,
+    parameters: { type: 'object', properties: { word: { type: 'string' } }, required: ['word'], additionalProperties: false },
+  },
 ];
 
 describe('POST /v1/responses through the gateway (openai SDK)', () => {
@@ -51,7 +57,11 @@ describe('POST /v1/responses through the gateway (openai SDK)', () => {
       { role: 'assistant', content: 'ok' },
       { role: 'user', content: 'second turn' },
     ];
-    const ask = (id: string) => client.responses.create({ model: 'sim-gpt', input, stream: true, reasoning: { effort: 'low', summary: 'auto' }, include: ['reasoning.encrypted_content'], store: false }, withRequestId(id));
+    const ask = (id: string) =>
+      client.responses.create(
+        { model: 'sim-gpt', input, stream: true, reasoning: { effort: 'low', summary: 'auto' }, include: ['reasoning.encrypted_content'], store: false },
+        withRequestId(id),
+      );
     for await (const _ of await ask(rid('r-warm'))) void _; // writes the prompt cache
     const id = rid('r-stream');
     const types: string[] = [];
@@ -73,7 +83,12 @@ describe('POST /v1/responses through the gateway (openai SDK)', () => {
     expect(u.output_tokens_details.reasoning_tokens).toBeGreaterThan(0);
     expect(billing.settled(id)).toMatchObject({
       usageSource: 'reported',
-      usage: { inputTokens: u.input_tokens, cachedInputTokens: u.input_tokens_details.cached_tokens, outputTokens: u.output_tokens, reasoningTokens: u.output_tokens_details.reasoning_tokens },
+      usage: {
+        inputTokens: u.input_tokens,
+        cachedInputTokens: u.input_tokens_details.cached_tokens,
+        outputTokens: u.output_tokens,
+        reasoningTokens: u.output_tokens_details.reasoning_tokens,
+      },
     });
   });
 
@@ -100,14 +115,22 @@ describe('POST /v1/responses through the gateway (openai SDK)', () => {
   it('unknown fields reach the upstream byte-equal', async () => {
     const id = rid('r-raw');
     const body = `{"model":"sim-gpt","input":[{"role":"user","content":"hi"}],"stream":false,"prompt_cache_key":"k1","client_metadata":{"a":"\\u00e9"},"x_num":2.50}`;
-    const r = await fetch(`${stack.gw.url}/v1/responses`, { method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'x-request-id': id }, body });
+    const r = await fetch(`${stack.gw.url}/v1/responses`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'x-request-id': id },
+      body,
+    });
     expect(r.status).toBe(200);
     expect(upstreamOf(stack.sim, id).body.toString()).toBe(body.replace('"sim-gpt"', '"gpt-sim"'));
   });
 
   it('an invalid body is a 400 naming the field, and nothing is held', async () => {
     const id = rid('r-bad');
-    await expect(client.responses.create({ model: 'sim-gpt', input: 5 } as never, withRequestId(id))).rejects.toMatchObject({ status: 400, param: 'input', type: 'invalid_request_error' });
+    await expect(client.responses.create({ model: 'sim-gpt', input: 5 } as never, withRequestId(id))).rejects.toMatchObject({
+      status: 400,
+      param: 'input',
+      type: 'invalid_request_error',
+    });
     await expect(client.responses.create({ input: 'x' } as never, withRequestId(id))).rejects.toMatchObject({ status: 400, param: 'model' });
     expect(billing.quotes.has(id)).toBe(false);
   });

@@ -85,7 +85,7 @@ describe('SseParser', () => {
       }
       const bytes = b(text);
       const chunks: Buffer[] = [];
-      for (let pos = 0; pos < bytes.length; ) {
+      for (let pos = 0; pos < bytes.length;) {
         const size = 1 + rand(Math.min(40, bytes.length - pos));
         chunks.push(bytes.subarray(pos, pos + size));
         pos += size;

@@ -10,20 +10,37 @@ function tap(protocol: keyof typeof PROTOCOLS, events: [string, unknown][]) {
 
 describe('usage taps', () => {
   it('messages: message_start gives input and cache figures, message_delta the final output', () => {
-    const start: [string, unknown] = ['message_start', { type: 'message_start', message: { usage: { input_tokens: 5, cache_read_input_tokens: 50, cache_creation_input_tokens: 7, output_tokens: 1 } } }];
+    const start: [string, unknown] = [
+      'message_start',
+      { type: 'message_start', message: { usage: { input_tokens: 5, cache_read_input_tokens: 50, cache_creation_input_tokens: 7, output_tokens: 1 } } },
+    ];
     const partial = tap('messages', [start, ['content_block_delta', { type: 'content_block_delta', delta: { type: 'text_delta', text: 'abcdefgh' } }]]);
     expect(partial).toMatchObject({ final: false, terminal: false, failed: false, textBytes: 8 });
     expect(partial.usage).toEqual({ inputTokens: 62, cachedInputTokens: 50, cacheWriteTokens: 7, outputTokens: 1, reasoningTokens: 0 });
-    const done = tap('messages', [start, ['message_delta', { type: 'message_delta', usage: { output_tokens: 30 } }], ['message_stop', { type: 'message_stop' }]]);
+    const done = tap('messages', [
+      start,
+      ['message_delta', { type: 'message_delta', usage: { output_tokens: 30 } }],
+      ['message_stop', { type: 'message_stop' }],
+    ]);
     expect(done).toMatchObject({ final: true, terminal: true, failed: false });
     expect(done.usage).toEqual({ inputTokens: 62, cachedInputTokens: 50, cacheWriteTokens: 7, outputTokens: 30, reasoningTokens: 0 });
-    expect(tap('messages', [start, ['error', { type: 'error', error: { type: 'overloaded_error', message: 'x' } }]])).toMatchObject({ terminal: true, failed: true, final: false });
+    expect(tap('messages', [start, ['error', { type: 'error', error: { type: 'overloaded_error', message: 'x' } }]])).toMatchObject({
+      terminal: true,
+      failed: true,
+      final: false,
+    });
   });
 
   it('chat completions: the usage chunk is final, [DONE] terminal, an error frame a failure', () => {
     const t = tap('chat-completions', [
       ['', { choices: [{ delta: { content: 'hey' } }] }],
-      ['', { choices: [], usage: { prompt_tokens: 9, completion_tokens: 4, prompt_tokens_details: { cached_tokens: 3 }, completion_tokens_details: { reasoning_tokens: 1 } } }],
+      [
+        '',
+        {
+          choices: [],
+          usage: { prompt_tokens: 9, completion_tokens: 4, prompt_tokens_details: { cached_tokens: 3 }, completion_tokens_details: { reasoning_tokens: 1 } },
+        },
+      ],
       ['', '[DONE]'],
     ]);
     expect(t).toMatchObject({ final: true, terminal: true, failed: false, textBytes: 3 });
@@ -42,7 +59,11 @@ describe('usage taps', () => {
     ]);
     expect(t).toMatchObject({ final: true, terminal: true, failed: false, textBytes: 3 });
     expect(t.usage).toEqual({ inputTokens: 12, cachedInputTokens: 2, cacheWriteTokens: 0, outputTokens: 6, reasoningTokens: 4 });
-    expect(tap('responses', [['response.failed', { type: 'response.failed', response: { usage: null } }]])).toMatchObject({ terminal: true, failed: true, final: false });
+    expect(tap('responses', [['response.failed', { type: 'response.failed', response: { usage: null } }]])).toMatchObject({
+      terminal: true,
+      failed: true,
+      final: false,
+    });
     expect(tap('responses', [['', { type: 'error', message: 'x' }]])).toMatchObject({ terminal: true, failed: true });
   });
 });

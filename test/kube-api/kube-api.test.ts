@@ -29,7 +29,9 @@ describe.skipIf(!existsSync(KUBECTL))('kube-api with the real kubectl', () => {
   });
 
   it('applies the CRDs, which become served resources', async () => {
-    expect(await kubectl('apply', '--validate=false', '-f', 'crds/')).toContain('customresourcedefinition.apiextensions.k8s.io/modelroutes.tollgate.dev created');
+    expect(await kubectl('apply', '--validate=false', '-f', 'crds/')).toContain(
+      'customresourcedefinition.apiextensions.k8s.io/modelroutes.tollgate.dev created',
+    );
     const res = await kubectl('api-resources', '--api-group', 'tollgate.dev', '--no-headers');
     expect(res).toMatch(/modelroutes\s+mr\s+tollgate.dev\/v1alpha1\s+true\s+ModelRoute/);
     expect(res).toMatch(/apikeys\s+ak/);
@@ -56,7 +58,9 @@ spec:
     const res = await fetch(`${api.url}/apis/tollgate.dev/v1alpha1/namespaces/default/modelroutes/sim-gpt/status`, {
       method: 'PATCH',
       headers: { 'content-type': 'application/merge-patch+json' },
-      body: JSON.stringify({ status: { model: 'sim-gpt', conditions: [{ type: 'Ready', status: 'True', reason: 'Compiled', message: 'ok', observedGeneration: 1 }] } }),
+      body: JSON.stringify({
+        status: { model: 'sim-gpt', conditions: [{ type: 'Ready', status: 'True', reason: 'Compiled', message: 'ok', observedGeneration: 1 }] },
+      }),
     });
     expect(res.status).toBe(200);
     const after = api.get('tollgate.dev/v1alpha1', 'modelroutes', 'default', 'sim-gpt')!;
@@ -89,7 +93,11 @@ spec:
   it('get -w streams rows with the printer columns', async () => {
     const file = join(dir, 'watched.yaml');
     await writeFile(file, 'apiVersion: tollgate.dev/v1alpha1\nkind: ApiKey\nmetadata: {name: watched}\nspec: {group: g, account: acct}\n');
-    const watching = run(KUBECTL, ['--kubeconfig', join(dir, 'kubeconfig'), '--cache-dir', join(dir, 'cache'), 'get', 'apikeys', '-w', '--request-timeout=3s'], { cwd: root }).catch((err: { stdout?: string }) => ({ stdout: err.stdout ?? '' }));
+    const watching = run(
+      KUBECTL,
+      ['--kubeconfig', join(dir, 'kubeconfig'), '--cache-dir', join(dir, 'cache'), 'get', 'apikeys', '-w', '--request-timeout=3s'],
+      { cwd: root },
+    ).catch((err: { stdout?: string }) => ({ stdout: err.stdout ?? '' }));
     await new Promise((r) => setTimeout(r, 500));
     await kubectl('apply', '--validate=false', '-f', file);
     await kubectl('patch', 'apikey', 'watched', '--type', 'merge', '-p', '{"spec":{"revoked":true}}');
@@ -112,7 +120,13 @@ spec:
     const created = await fetch(`${api.url}/api/v1/namespaces/default/secrets`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ metadata: { name: 'demo-key', ownerReferences: [{ apiVersion: 'tollgate.dev/v1alpha1', kind: 'ApiKey', name: 'demo', uid: owner.metadata.uid, controller: true }] }, data: { apiKey: 'eA==' } }),
+      body: JSON.stringify({
+        metadata: {
+          name: 'demo-key',
+          ownerReferences: [{ apiVersion: 'tollgate.dev/v1alpha1', kind: 'ApiKey', name: 'demo', uid: owner.metadata.uid, controller: true }],
+        },
+        data: { apiKey: 'eA==' },
+      }),
     });
     expect(created.status).toBe(201);
     expect(await kubectl('get', 'secrets', '-o', 'name')).toContain('secret/demo-key');
@@ -126,7 +140,8 @@ describe('kube-api CRD defaults', () => {
   it('fills schema defaults on create and on update, as the API server does', async () => {
     const api = await startKubeApi();
     try {
-      const post = (path: string, body: unknown) => fetch(`${api.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const post = (path: string, body: unknown) =>
+        fetch(`${api.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
       const schema = {
         type: 'object',
         properties: {
@@ -140,12 +155,31 @@ describe('kube-api CRD defaults', () => {
           },
         },
       };
-      const crd = { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: 'widgets.example.dev' }, spec: { group: 'example.dev', scope: 'Namespaced', names: { plural: 'widgets', singular: 'widget', kind: 'Widget' }, versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: schema } }] } };
+      const crd = {
+        apiVersion: 'apiextensions.k8s.io/v1',
+        kind: 'CustomResourceDefinition',
+        metadata: { name: 'widgets.example.dev' },
+        spec: {
+          group: 'example.dev',
+          scope: 'Namespaced',
+          names: { plural: 'widgets', singular: 'widget', kind: 'Widget' },
+          versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: schema } }],
+        },
+      };
       expect((await post('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd)).status).toBe(201);
-      const res = await post('/apis/example.dev/v1/namespaces/default/widgets', { apiVersion: 'example.dev/v1', kind: 'Widget', metadata: { name: 'w' }, spec: { mode: 'slow', items: [{}, { weight: 2 }] } });
+      const res = await post('/apis/example.dev/v1/namespaces/default/widgets', {
+        apiVersion: 'example.dev/v1',
+        kind: 'Widget',
+        metadata: { name: 'w' },
+        spec: { mode: 'slow', items: [{}, { weight: 2 }] },
+      });
       expect(res.status).toBe(201);
       expect(((await res.json()) as { spec: unknown }).spec).toEqual({ replicas: 1, mode: 'slow', items: [{ weight: 5 }, { weight: 2 }] });
-      const patched = await fetch(`${api.url}/apis/example.dev/v1/namespaces/default/widgets/w`, { method: 'PATCH', headers: { 'content-type': 'application/merge-patch+json' }, body: JSON.stringify({ spec: { replicas: null } }) });
+      const patched = await fetch(`${api.url}/apis/example.dev/v1/namespaces/default/widgets/w`, {
+        method: 'PATCH',
+        headers: { 'content-type': 'application/merge-patch+json' },
+        body: JSON.stringify({ spec: { replicas: null } }),
+      });
       expect(((await patched.json()) as { spec: { replicas: number } }).spec.replicas).toBe(1);
     } finally {
       await api.close();
@@ -192,7 +226,9 @@ describe('kube-api watch semantics', () => {
     expect(list.items).toHaveLength(1);
     const from = list.metadata.resourceVersion;
     await post('/api/v1/namespaces/default/configmaps', { metadata: { name: 'b' }, data: {} });
-    const evs = await collect(`/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=${from}&allowWatchBookmarks=true`, (e) => e.some((x) => x.type === 'BOOKMARK'));
+    const evs = await collect(`/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=${from}&allowWatchBookmarks=true`, (e) =>
+      e.some((x) => x.type === 'BOOKMARK'),
+    );
     expect(evs[0]).toMatchObject({ type: 'ADDED', object: { metadata: { name: 'b' } } });
     expect(evs.some((e) => e.type === 'BOOKMARK')).toBe(true);
 

@@ -105,22 +105,104 @@ const builtin = (r: Partial<ResourceType> & Pick<ResourceType, 'plural' | 'kind'
 const AGE: Column = { name: 'Age', type: 'string', description: 'CreationTimestamp', cell: (o) => age(o.metadata?.creationTimestamp) };
 
 const BUILTINS: ResourceType[] = [
-  builtin({ plural: 'namespaces', kind: 'Namespace', namespaced: false, shortNames: ['ns'], statusSubresource: true, columns: [{ name: 'Status', type: 'string', cell: (o) => o.status?.phase ?? 'Active' }, AGE] }),
-  builtin({ plural: 'secrets', kind: 'Secret', columns: [{ name: 'Type', type: 'string', cell: (o) => o.type ?? 'Opaque' }, { name: 'Data', type: 'string', cell: (o) => Object.keys(o.data ?? {}).length }, AGE] }),
-  builtin({ plural: 'configmaps', kind: 'ConfigMap', shortNames: ['cm'], columns: [{ name: 'Data', type: 'string', cell: (o) => Object.keys(o.data ?? {}).length }, AGE] }),
-  builtin({ plural: 'events', kind: 'Event', shortNames: ['ev'], columns: [{ name: 'Type', type: 'string', cell: (o) => o.type }, { name: 'Reason', type: 'string', cell: (o) => o.reason }, { name: 'Object', type: 'string', cell: (o) => `${String(o.involvedObject?.kind ?? '').toLowerCase()}/${o.involvedObject?.name ?? ''}` }, { name: 'Message', type: 'string', cell: (o) => o.message }] }),
+  builtin({
+    plural: 'namespaces',
+    kind: 'Namespace',
+    namespaced: false,
+    shortNames: ['ns'],
+    statusSubresource: true,
+    columns: [{ name: 'Status', type: 'string', cell: (o) => o.status?.phase ?? 'Active' }, AGE],
+  }),
+  builtin({
+    plural: 'secrets',
+    kind: 'Secret',
+    columns: [
+      { name: 'Type', type: 'string', cell: (o) => o.type ?? 'Opaque' },
+      { name: 'Data', type: 'string', cell: (o) => Object.keys(o.data ?? {}).length },
+      AGE,
+    ],
+  }),
+  builtin({
+    plural: 'configmaps',
+    kind: 'ConfigMap',
+    shortNames: ['cm'],
+    columns: [{ name: 'Data', type: 'string', cell: (o) => Object.keys(o.data ?? {}).length }, AGE],
+  }),
+  builtin({
+    plural: 'events',
+    kind: 'Event',
+    shortNames: ['ev'],
+    columns: [
+      { name: 'Type', type: 'string', cell: (o) => o.type },
+      { name: 'Reason', type: 'string', cell: (o) => o.reason },
+      { name: 'Object', type: 'string', cell: (o) => `${String(o.involvedObject?.kind ?? '').toLowerCase()}/${o.involvedObject?.name ?? ''}` },
+      { name: 'Message', type: 'string', cell: (o) => o.message },
+    ],
+  }),
   builtin({ plural: 'serviceaccounts', kind: 'ServiceAccount', shortNames: ['sa'], columns: [AGE] }),
   builtin({ group: 'events.k8s.io', plural: 'events', kind: 'Event', shortNames: ['ev'], columns: [AGE] }),
-  builtin({ group: 'coordination.k8s.io', plural: 'leases', kind: 'Lease', columns: [{ name: 'Holder', type: 'string', cell: (o) => o.spec?.holderIdentity ?? '' }, AGE] }),
+  builtin({
+    group: 'coordination.k8s.io',
+    plural: 'leases',
+    kind: 'Lease',
+    columns: [{ name: 'Holder', type: 'string', cell: (o) => o.spec?.holderIdentity ?? '' }, AGE],
+  }),
   // Stored only (nothing runs them), so that the manifests of a whole installation apply.
-  builtin({ plural: 'services', kind: 'Service', shortNames: ['svc'], statusSubresource: true, columns: [{ name: 'Type', type: 'string', cell: (o) => o.spec?.type ?? 'ClusterIP' }, { name: 'Ports', type: 'string', cell: (o) => ((o.spec?.ports ?? []) as Obj[]).map((p) => `${p.port}/${p.protocol ?? 'TCP'}`).join(',') }, AGE] }),
-  builtin({ group: 'apps', plural: 'deployments', kind: 'Deployment', shortNames: ['deploy'], statusSubresource: true, generation: true, columns: [{ name: 'Ready', type: 'string', cell: (o) => `${o.status?.readyReplicas ?? 0}/${o.spec?.replicas ?? 1}` }, AGE] }),
-  builtin({ group: 'autoscaling', version: 'v2', plural: 'horizontalpodautoscalers', kind: 'HorizontalPodAutoscaler', shortNames: ['hpa'], statusSubresource: true, generation: true, columns: [{ name: 'Reference', type: 'string', cell: (o) => `${o.spec?.scaleTargetRef?.kind ?? ''}/${o.spec?.scaleTargetRef?.name ?? ''}` }, AGE] }),
+  builtin({
+    plural: 'services',
+    kind: 'Service',
+    shortNames: ['svc'],
+    statusSubresource: true,
+    columns: [
+      { name: 'Type', type: 'string', cell: (o) => o.spec?.type ?? 'ClusterIP' },
+      { name: 'Ports', type: 'string', cell: (o) => ((o.spec?.ports ?? []) as Obj[]).map((p) => `${p.port}/${p.protocol ?? 'TCP'}`).join(',') },
+      AGE,
+    ],
+  }),
+  builtin({
+    group: 'apps',
+    plural: 'deployments',
+    kind: 'Deployment',
+    shortNames: ['deploy'],
+    statusSubresource: true,
+    generation: true,
+    columns: [{ name: 'Ready', type: 'string', cell: (o) => `${o.status?.readyReplicas ?? 0}/${o.spec?.replicas ?? 1}` }, AGE],
+  }),
+  builtin({
+    group: 'autoscaling',
+    version: 'v2',
+    plural: 'horizontalpodautoscalers',
+    kind: 'HorizontalPodAutoscaler',
+    shortNames: ['hpa'],
+    statusSubresource: true,
+    generation: true,
+    columns: [{ name: 'Reference', type: 'string', cell: (o) => `${o.spec?.scaleTargetRef?.kind ?? ''}/${o.spec?.scaleTargetRef?.name ?? ''}` }, AGE],
+  }),
   builtin({ group: 'rbac.authorization.k8s.io', plural: 'roles', kind: 'Role', columns: [AGE] }),
-  builtin({ group: 'rbac.authorization.k8s.io', plural: 'rolebindings', kind: 'RoleBinding', columns: [{ name: 'Role', type: 'string', cell: (o) => `${o.roleRef?.kind ?? ''}/${o.roleRef?.name ?? ''}` }, AGE] }),
+  builtin({
+    group: 'rbac.authorization.k8s.io',
+    plural: 'rolebindings',
+    kind: 'RoleBinding',
+    columns: [{ name: 'Role', type: 'string', cell: (o) => `${o.roleRef?.kind ?? ''}/${o.roleRef?.name ?? ''}` }, AGE],
+  }),
   builtin({ group: 'rbac.authorization.k8s.io', plural: 'clusterroles', kind: 'ClusterRole', namespaced: false, columns: [AGE] }),
-  builtin({ group: 'rbac.authorization.k8s.io', plural: 'clusterrolebindings', kind: 'ClusterRoleBinding', namespaced: false, columns: [{ name: 'Role', type: 'string', cell: (o) => `${o.roleRef?.kind ?? ''}/${o.roleRef?.name ?? ''}` }, AGE] }),
-  builtin({ group: 'apiextensions.k8s.io', plural: 'customresourcedefinitions', kind: 'CustomResourceDefinition', namespaced: false, shortNames: ['crd', 'crds'], statusSubresource: true, generation: true, columns: [{ name: 'Created At', type: 'string', format: 'date-time', cell: (o) => o.metadata?.creationTimestamp }] }),
+  builtin({
+    group: 'rbac.authorization.k8s.io',
+    plural: 'clusterrolebindings',
+    kind: 'ClusterRoleBinding',
+    namespaced: false,
+    columns: [{ name: 'Role', type: 'string', cell: (o) => `${o.roleRef?.kind ?? ''}/${o.roleRef?.name ?? ''}` }, AGE],
+  }),
+  builtin({
+    group: 'apiextensions.k8s.io',
+    plural: 'customresourcedefinitions',
+    kind: 'CustomResourceDefinition',
+    namespaced: false,
+    shortNames: ['crd', 'crds'],
+    statusSubresource: true,
+    generation: true,
+    columns: [{ name: 'Created At', type: 'string', format: 'date-time', cell: (o) => o.metadata?.creationTimestamp }],
+  }),
 ];
 
 export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> {
@@ -273,18 +355,26 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
     requests.push({ method, path: url.pathname + url.search, contentType: req.headers['content-type'] });
     // A long local trial (npm run kube-api) must not grow without bound.
     if (requests.length > 20_000) requests.splice(0, 10_000);
-    if (opts.verbose) process.stderr.write(`${method} ${url.pathname}${url.search} accept=${req.headers.accept ?? ''} ct=${req.headers['content-type'] ?? ''}\n`);
+    if (opts.verbose)
+      process.stderr.write(`${method} ${url.pathname}${url.search} accept=${req.headers.accept ?? ''} ct=${req.headers['content-type'] ?? ''}\n`);
     const path = url.pathname.replace(/\/+$/, '') || '/';
     const seg = path.split('/').filter(Boolean);
 
     if (path === '/version') return json(res, 200, { major: '1', minor: '32', gitVersion: 'v1.32.0-tollgate-kube-api', platform: 'linux/amd64' });
     if (path === '/healthz' || path === '/readyz' || path === '/livez') return text(res, 200, 'ok');
-    if (path === '/api') return json(res, 200, { kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress: req.headers.host ?? '' }] });
+    if (path === '/api')
+      return json(res, 200, {
+        kind: 'APIVersions',
+        versions: ['v1'],
+        serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress: req.headers.host ?? '' }],
+      });
     if (path === '/apis') return json(res, 200, groupList());
     if (path === '/api/v1') return json(res, 200, resourceList('', 'v1'));
     if (seg[0] === 'apis' && seg.length === 2) {
       const g = groupList().groups.find((x) => x.name === seg[1]);
-      return g ? json(res, 200, { kind: 'APIGroup', apiVersion: 'v1', ...g }) : sendStatus(res, 404, 'NotFound', `the server could not find the requested resource`);
+      return g
+        ? json(res, 200, { kind: 'APIGroup', apiVersion: 'v1', ...g })
+        : sendStatus(res, 404, 'NotFound', `the server could not find the requested resource`);
     }
     if (seg[0] === 'apis' && seg.length === 3) {
       const list = resourceList(seg[1]!, seg[2]!);
@@ -317,7 +407,12 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
     // kubectl's generators (kubectl create namespace / secret ...) send protobuf, which is not
     // modelled: say so plainly instead of failing to parse it (kubectl apply -f sends JSON).
     if (body !== undefined && /protobuf|cbor/.test(req.headers['content-type'] ?? '')) {
-      return sendStatus(res, 415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml (this test server does not read protobuf: use kubectl apply -f)`);
+      return sendStatus(
+        res,
+        415,
+        'UnsupportedMediaType',
+        `the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml (this test server does not read protobuf: use kubectl apply -f)`,
+      );
     }
     const dryRun = q.has('dryRun');
 
@@ -336,7 +431,12 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
         if (!obj.metadata.name && obj.metadata.generateName) obj.metadata.name = obj.metadata.generateName + randomUUID().slice(0, 5);
         if (!obj.metadata.name) return sendStatus(res, 422, 'Invalid', `${rt.kind} "" is invalid: metadata.name: Required value`);
         if (rt.namespaced) obj.metadata.namespace = ns ?? obj.metadata.namespace ?? 'default';
-        if (store.has(okey(obj.metadata.namespace, obj.metadata.name))) return sendStatus(res, 409, 'AlreadyExists', `${rt.plural}${rt.group ? '.' + rt.group : ''} "${obj.metadata.name}" already exists`, { name: obj.metadata.name, group: rt.group, kind: rt.plural });
+        if (store.has(okey(obj.metadata.namespace, obj.metadata.name)))
+          return sendStatus(res, 409, 'AlreadyExists', `${rt.plural}${rt.group ? '.' + rt.group : ''} "${obj.metadata.name}" already exists`, {
+            name: obj.metadata.name,
+            group: rt.group,
+            kind: rt.plural,
+          });
         const created = create(rt, obj);
         if (dryRun) return json(res, 201, created);
         return json(res, 201, put(rt, created, 'ADDED'));
@@ -350,7 +450,8 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
     }
 
     const current = store.get(okey(ns, name));
-    const notFound = () => sendStatus(res, 404, 'NotFound', `${rt.plural}${rt.group ? '.' + rt.group : ''} "${name}" not found`, { name, group: rt.group, kind: rt.plural });
+    const notFound = () =>
+      sendStatus(res, 404, 'NotFound', `${rt.plural}${rt.group ? '.' + rt.group : ''} "${name}" not found`, { name, group: rt.group, kind: rt.plural });
     if (sub && sub !== 'status') return sendStatus(res, 404, 'NotFound', `subresource ${sub} is not served`);
     const statusOnly = sub === 'status';
     if (statusOnly && !rt.statusSubresource) return notFound();
@@ -376,7 +477,13 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
       }
       const sentRv = obj.metadata?.resourceVersion;
       if (sentRv && sentRv !== current.metadata.resourceVersion) {
-        return sendStatus(res, 409, 'Conflict', `Operation cannot be fulfilled on ${rt.plural}${rt.group ? '.' + rt.group : ''} "${name}": the object has been modified; please apply your changes to the latest version and try again`, { name, group: rt.group, kind: rt.plural });
+        return sendStatus(
+          res,
+          409,
+          'Conflict',
+          `Operation cannot be fulfilled on ${rt.plural}${rt.group ? '.' + rt.group : ''} "${name}": the object has been modified; please apply your changes to the latest version and try again`,
+          { name, group: rt.group, kind: rt.plural },
+        );
       }
       return update(res, rt, current, obj, statusOnly, dryRun);
     }
@@ -403,14 +510,24 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
         } else if (ct === 'application/merge-patch+json' || ct === 'application/strategic-merge-patch+json') {
           patched = mergePatch(clone(current), ct.includes('strategic') ? stripDirectives(patch) : patch);
         } else {
-          return sendStatus(res, 415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml`);
+          return sendStatus(
+            res,
+            415,
+            'UnsupportedMediaType',
+            `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml`,
+          );
         }
       }
       const badPatch = invalid(rt, patched);
       if (badPatch) return sendStatus(res, 400, 'BadRequest', badPatch);
       const sentRv = (patched.metadata ?? {}).resourceVersion;
       if (sentRv && sentRv !== current.metadata.resourceVersion) {
-        return sendStatus(res, 409, 'Conflict', `Operation cannot be fulfilled on ${rt.plural} "${name}": the object has been modified; please apply your changes to the latest version and try again`);
+        return sendStatus(
+          res,
+          409,
+          'Conflict',
+          `Operation cannot be fulfilled on ${rt.plural} "${name}": the object has been modified; please apply your changes to the latest version and try again`,
+        );
       }
       return update(res, rt, current, patched, statusOnly, dryRun);
     }
@@ -512,11 +629,20 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
     // kubectl get -w asks for Table rows, as for a list: each event then carries a one-row Table.
     const asTable = wantsTable(req);
     const send = (type: string, object: Obj) => {
-      const body = asTable && (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED') ? table(rt, [object], q, object.metadata.resourceVersion) : object;
+      const body =
+        asTable && (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED') ? table(rt, [object], q, object.metadata.resourceVersion) : object;
       res.write(`${JSON.stringify({ type, object: body })}\n`);
     };
     if (from && from !== '0' && Number(from) < floor) {
-      send('ERROR', { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: `too old resource version: ${from} (${floor})`, reason: 'Expired', code: 410 });
+      send('ERROR', {
+        kind: 'Status',
+        apiVersion: 'v1',
+        metadata: {},
+        status: 'Failure',
+        message: `too old resource version: ${from} (${floor})`,
+        reason: 'Expired',
+        code: 410,
+      });
       res.end();
       return;
     }
@@ -570,8 +696,17 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
     for (const t of types.values()) {
       if (t.group !== group || t.version !== version) continue;
       const verbs = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
-      resources.push({ name: t.plural, singularName: t.singular, namespaced: t.namespaced, kind: t.kind, verbs, ...(t.shortNames.length ? { shortNames: t.shortNames } : {}), ...(t.categories.length ? { categories: t.categories } : {}) });
-      if (t.statusSubresource) resources.push({ name: `${t.plural}/status`, singularName: '', namespaced: t.namespaced, kind: t.kind, verbs: ['get', 'patch', 'update'] });
+      resources.push({
+        name: t.plural,
+        singularName: t.singular,
+        namespaced: t.namespaced,
+        kind: t.kind,
+        verbs,
+        ...(t.shortNames.length ? { shortNames: t.shortNames } : {}),
+        ...(t.categories.length ? { categories: t.categories } : {}),
+      });
+      if (t.statusSubresource)
+        resources.push({ name: `${t.plural}/status`, singularName: '', namespaced: t.namespaced, kind: t.kind, verbs: ['get', 'patch', 'update'] });
     }
     return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: group ? `${group}/${version}` : version, resources };
   }
@@ -583,7 +718,13 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
       kind: 'Table',
       apiVersion: 'meta.k8s.io/v1',
       metadata: { resourceVersion },
-      columnDefinitions: columns.map((c) => ({ name: c.name, type: c.type === 'date' ? 'string' : c.type, format: c.format ?? '', description: c.description ?? '', priority: c.priority ?? 0 })),
+      columnDefinitions: columns.map((c) => ({
+        name: c.name,
+        type: c.type === 'date' ? 'string' : c.type,
+        format: c.format ?? '',
+        description: c.description ?? '',
+        priority: c.priority ?? 0,
+      })),
       rows: items.map((o) => ({
         cells: columns.map((c, i) => {
           if (i === 0) return o.metadata.name;
@@ -740,12 +881,20 @@ export function mergePatch(target: unknown, patch: unknown): any {
 function stripDirectives(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(stripDirectives);
   if (!v || typeof v !== 'object') return v;
-  return Object.fromEntries(Object.entries(v as Obj).filter(([k]) => !k.startsWith('$')).map(([k, x]) => [k, stripDirectives(x)]));
+  return Object.fromEntries(
+    Object.entries(v as Obj)
+      .filter(([k]) => !k.startsWith('$'))
+      .map(([k, x]) => [k, stripDirectives(x)]),
+  );
 }
 
 /** RFC 6902 JSON patch (add, remove, replace, move, copy, test). */
 export function jsonPatch(doc: Obj, ops: Obj[]): Obj {
-  const parse = (p: string) => p.split('/').slice(1).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+  const parse = (p: string) =>
+    p
+      .split('/')
+      .slice(1)
+      .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
   const parentOf = (root: Obj, path: string[]): [any, string] => {
     let cur: any = root;
     for (const s of path.slice(0, -1)) {

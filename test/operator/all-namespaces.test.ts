@@ -22,7 +22,9 @@ const create = async (namespace: string, obj: { kind: string; metadata: { name: 
   else await cluster.custom.createNamespacedCustomObject({ group: 'tollgate.dev', version: 'v1alpha1', namespace, plural: `${obj.kind.toLowerCase()}s`, body });
 };
 const readyIn = (namespace: string, plural: string, name: string) =>
-  (cluster.api.get('tollgate.dev/v1alpha1', plural, namespace, name)?.status?.conditions as { type: string; status: string; reason: string }[] | undefined)?.find((c) => c.type === 'Ready');
+  (
+    cluster.api.get('tollgate.dev/v1alpha1', plural, namespace, name)?.status?.conditions as { type: string; status: string; reason: string }[] | undefined
+  )?.find((c) => c.type === 'Ready');
 
 describe('operator over all namespaces', () => {
   it('compiles resources from every namespace, each route reading Secrets of its own namespace', async () => {

@@ -23,7 +23,11 @@ async function render(overrides: (v: Record<string, any>) => void): Promise<{ do
   const values = parse(await readFile(join(CHART, 'values.yaml'), 'utf8')) as Record<string, any>;
   overrides(values);
   const chart = parse(await readFile(join(CHART, 'Chart.yaml'), 'utf8')) as { name: string; version: string; appVersion: string };
-  const ctx: Context = { Values: values, Release: { Name: 'tollgate', Namespace: 'tollgate' }, Chart: { Name: chart.name, Version: chart.version, AppVersion: chart.appVersion } };
+  const ctx: Context = {
+    Values: values,
+    Release: { Name: 'tollgate', Namespace: 'tollgate' },
+    Chart: { Name: chart.name, Version: chart.version, AppVersion: chart.appVersion },
+  };
   const helm = new HelmLite();
   helm.addHelpers(await readFile(join(CHART, 'templates/_helpers.tpl'), 'utf8'));
   const parts: string[] = [];
@@ -45,7 +49,8 @@ describe('charts/tollgate', () => {
     const generated = (await readdir(join(ROOT, 'crds'))).sort();
     expect((await readdir(join(CHART, 'crds'))).sort()).toEqual(generated);
     // npm run crds writes both folders.
-    for (const f of generated) expect(await readFile(join(CHART, 'crds', f)), `${f} differs from crds/: run npm run crds`).toEqual(await readFile(join(ROOT, 'crds', f)));
+    for (const f of generated)
+      expect(await readFile(join(CHART, 'crds', f)), `${f} differs from crds/: run npm run crds`).toEqual(await readFile(join(ROOT, 'crds', f)));
   });
 
   it('Chart.yaml and values.yaml parse; the defaults render to an operator, RBAC, a proxy and their Services', async () => {
@@ -92,8 +97,14 @@ describe('charts/tollgate', () => {
     expect(op.volumes[0].secret.secretName).toBe('discovery-tls');
     const proxy = byKind(docs, 'Deployment', 'tollgate-proxy')!;
     expect(proxy.spec.replicas).toBeUndefined();
-    expect(proxy.spec.template.spec.containers[0].args).toEqual(expect.arrayContaining(['--config-from=grpcs://tollgate-operator:50051', '--discovery-ca=/etc/tollgate/tls/ca.crt']));
-    expect(byKind(docs, 'HorizontalPodAutoscaler', 'tollgate-proxy')!.spec).toMatchObject({ minReplicas: 2, maxReplicas: 10, scaleTargetRef: { name: 'tollgate-proxy' } });
+    expect(proxy.spec.template.spec.containers[0].args).toEqual(
+      expect.arrayContaining(['--config-from=grpcs://tollgate-operator:50051', '--discovery-ca=/etc/tollgate/tls/ca.crt']),
+    );
+    expect(byKind(docs, 'HorizontalPodAutoscaler', 'tollgate-proxy')!.spec).toMatchObject({
+      minReplicas: 2,
+      maxReplicas: 10,
+      scaleTargetRef: { name: 'tollgate-proxy' },
+    });
   });
 
   it('with the billing journal: the proxy gets its directory from an emptyDir volume, next to the TLS CA when both are on', async () => {
@@ -126,7 +137,8 @@ describe('charts/tollgate', () => {
       const dir = await mkdtemp(join(tmpdir(), 'tg-chart-'));
       const file = join(dir, 'rendered.yaml');
       await writeFile(file, (await render((v) => (v.discovery.token = 't'))).text);
-      const kubectl = async (...args: string[]) => (await promisify(execFile)(KUBECTL, [`--server=${api.url}`, '--cache-dir', join(dir, 'cache'), ...args], { cwd: ROOT })).stdout;
+      const kubectl = async (...args: string[]) =>
+        (await promisify(execFile)(KUBECTL, [`--server=${api.url}`, '--cache-dir', join(dir, 'cache'), ...args], { cwd: ROOT })).stdout;
       await kubectl('apply', '--validate=false', '-f', 'charts/tollgate/crds/');
       await kubectl('apply', '--validate=false', '-f', 'examples/cluster/00-namespace.yaml');
       const out = await kubectl('apply', '--validate=false', '-n', 'tollgate', '-f', file);

@@ -48,7 +48,23 @@ describe('tollgate operator / serve --config-from (processes)', () => {
     // would point it at a shared schema.
     const env = { TOLLGATE_DISCOVERY_TOKEN: TOKEN, TOLLGATE_LOG_LEVEL: 'info', DATABASE_URL: '' };
     const op = await startCli(
-      ['operator', '--kube-server', cluster.api.url, '--namespace', 'tollgate', '--grpc-host', '127.0.0.1', '--grpc-port', '0', '--metrics-host', '127.0.0.1', '--metrics-port', '0', '--identity', 'cli-op'],
+      [
+        'operator',
+        '--kube-server',
+        cluster.api.url,
+        '--namespace',
+        'tollgate',
+        '--grpc-host',
+        '127.0.0.1',
+        '--grpc-port',
+        '0',
+        '--metrics-host',
+        '127.0.0.1',
+        '--metrics-port',
+        '0',
+        '--identity',
+        'cli-op',
+      ],
       (l) => l.msg === 'operator started',
       env,
     );
@@ -56,14 +72,26 @@ describe('tollgate operator / serve --config-from (processes)', () => {
     const grpcPort = op.match.grpcPort as number;
     await waitFor(() => op.lines.some((l) => l.msg === 'snapshot published' && (l.keys as number) === 1), 'the first snapshot');
 
-    const serve = await startCli(['serve', '--config-from', `grpc://127.0.0.1:${grpcPort}`, '--port', '0', '--admin-port', '0', '--admin-token', 'cli-admin'], (l) => l.msg === 'gateway listening', env, 60_000);
+    const serve = await startCli(
+      ['serve', '--config-from', `grpc://127.0.0.1:${grpcPort}`, '--port', '0', '--admin-port', '0', '--admin-token', 'cli-admin'],
+      (l) => l.msg === 'gateway listening',
+      env,
+      60_000,
+    );
     children.push(serve.child);
     const api = serve.match.api as string;
     const admin = serve.match.admin as string;
     await waitFor(async () => (await fetch(`${admin}/readyz`)).status === 200, 'the proxy ready');
-    const grant = await fetch(`${admin}/admin/v1/accounts/${ACCOUNT}/grants`, { method: 'POST', headers: { authorization: 'Bearer cli-admin', 'content-type': 'application/json' }, body: JSON.stringify({ credits: '5' }) });
+    const grant = await fetch(`${admin}/admin/v1/accounts/${ACCOUNT}/grants`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer cli-admin', 'content-type': 'application/json' },
+      body: JSON.stringify({ credits: '5' }),
+    });
     expect(grant.status).toBe(200);
-    const r = await new OpenAI({ baseURL: `${api}/v1`, apiKey: key, maxRetries: 0 }).chat.completions.create({ model: 'sim-gpt', messages: [{ role: 'user', content: 'hi' }] });
+    const r = await new OpenAI({ baseURL: `${api}/v1`, apiKey: key, maxRetries: 0 }).chat.completions.create({
+      model: 'sim-gpt',
+      messages: [{ role: 'user', content: 'hi' }],
+    });
     expect(r.object).toBe('chat.completion');
     await waitFor(() => op.lines.some((l) => l.msg === 'proxy acknowledged a snapshot' && l.proxiesAcked === 1), 'the ACK in the operator log');
     expect(JSON.stringify([...op.lines, ...serve.lines])).not.toContain('sk-upstream');
@@ -79,7 +107,11 @@ describe('tollgate operator / serve --config-from (processes)', () => {
     const { tmpdir } = await import('node:os');
     const { join } = await import('node:path');
     const file = await cluster!.api.kubeconfig(join(await mkdtemp(join(tmpdir(), 'tg-kc-')), 'kubeconfig'));
-    const op = await startCli(['operator', '--namespace', 'tollgate', '--grpc-port', '0', '--metrics-port', '0', '--grpc-host', '127.0.0.1', '--metrics-host', '127.0.0.1'], (l) => l.msg === 'snapshot published', { KUBECONFIG: file, TOLLGATE_DISCOVERY_TOKEN: TOKEN });
+    const op = await startCli(
+      ['operator', '--namespace', 'tollgate', '--grpc-port', '0', '--metrics-port', '0', '--grpc-host', '127.0.0.1', '--metrics-host', '127.0.0.1'],
+      (l) => l.msg === 'snapshot published',
+      { KUBECONFIG: file, TOLLGATE_DISCOVERY_TOKEN: TOKEN },
+    );
     children.push(op.child);
     expect(op.match.keys).toBe(1);
     op.child.kill('SIGTERM');

@@ -21,7 +21,9 @@ async function manifests(dir: string): Promise<Record<string, any>[]> {
 describe('examples/cluster', () => {
   it('compiles without errors in cluster mode, its Secrets resolving every secretRef', async () => {
     const all = [...(await manifests(join(ROOT, 'examples/cluster'))), ...(await manifests(join(ROOT, 'examples/cluster/local')))];
-    const secrets = new Map(all.filter((o) => o.kind === 'Secret').map((o) => [`${o.metadata.namespace}/${o.metadata.name}`, o.stringData as Record<string, string>]));
+    const secrets = new Map(
+      all.filter((o) => o.kind === 'Secret').map((o) => [`${o.metadata.namespace}/${o.metadata.name}`, o.stringData as Record<string, string>]),
+    );
     const minted = new Set<string>();
     const { config, errors } = compile(
       all.filter((o) => o.apiVersion === 'tollgate.dev/v1alpha1').map((object) => ({ object })),

@@ -44,7 +44,8 @@ export interface LogLine {
 
 /** A logger that keeps JSON lines, so tests can read them and search them for secrets. */
 export function memoryLog(base: Record<string, unknown> = {}, sink: LogLine[] = []) {
-  const write = (level: string) => (msg: string, fields?: Record<string, unknown>) => void sink.push(JSON.parse(JSON.stringify({ time: Date.now(), level, msg, ...base, ...fields })) as LogLine);
+  const write = (level: string) => (msg: string, fields?: Record<string, unknown>) =>
+    void sink.push(JSON.parse(JSON.stringify({ time: Date.now(), level, msg, ...base, ...fields })) as LogLine);
   const log = {
     lines: sink,
     info: write('info'),
@@ -191,8 +192,14 @@ export async function waitFor<T>(fn: () => T | Promise<T>, what: string, ms = 10
 }
 
 /** The Ready condition of a Tollgate resource, as stored in the cluster. */
-export function ready(cluster: Cluster, kind: Kind, name: string): { status: string; reason: string; message: string; observedGeneration?: number } | undefined {
-  return (cluster.get(kind, name)?.status?.conditions as { type: string; status: string; reason: string; message: string }[] | undefined)?.find((c) => c.type === 'Ready');
+export function ready(
+  cluster: Cluster,
+  kind: Kind,
+  name: string,
+): { status: string; reason: string; message: string; observedGeneration?: number } | undefined {
+  return (cluster.get(kind, name)?.status?.conditions as { type: string; status: string; reason: string; message: string }[] | undefined)?.find(
+    (c) => c.type === 'Ready',
+  );
 }
 
 // ---------- manifests ----------

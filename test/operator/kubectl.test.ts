@@ -6,7 +6,20 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keyHash } from '../support/resources.js';
-import { NS, ROOT, ready, startCluster, startOperator, startProxy, startSimulator, waitFor, type Cluster, type Proxy, type Simulator, type TestOperator } from './harness.js';
+import {
+  NS,
+  ROOT,
+  ready,
+  startCluster,
+  startOperator,
+  startProxy,
+  startSimulator,
+  waitFor,
+  type Cluster,
+  type Proxy,
+  type Simulator,
+  type TestOperator,
+} from './harness.js';
 
 /**
  * The README's cluster workflow with the real kubectl against the kube-API test server:
@@ -23,7 +36,8 @@ describe.skipIf(!existsSync(KUBECTL))('kubectl against the kube-API test server,
   let op: TestOperator;
   let proxy: Proxy;
   let dir: string;
-  const kubectl = async (...args: string[]) => (await run(KUBECTL, [`--server=${cluster.api.url}`, '--cache-dir', join(dir, 'cache'), ...args], { cwd: ROOT })).stdout;
+  const kubectl = async (...args: string[]) =>
+    (await run(KUBECTL, [`--server=${cluster.api.url}`, '--cache-dir', join(dir, 'cache'), ...args], { cwd: ROOT })).stdout;
   const k = (...args: string[]) => kubectl('-n', NS, ...args);
 
   beforeAll(async () => {
@@ -42,7 +56,17 @@ describe.skipIf(!existsSync(KUBECTL))('kubectl against the kube-API test server,
   it('applies the CRDs and every manifest of examples/cluster, twice (the second time unchanged)', async () => {
     expect(await kubectl('apply', '--validate=false', '-f', 'crds/')).toContain('customresourcedefinition.apiextensions.k8s.io/apikeys.tollgate.dev created');
     const first = await kubectl('apply', '--validate=false', '-f', 'examples/cluster/');
-    for (const what of ['namespace/tollgate', 'secret/upstream-openai', 'modelroute.tollgate.dev/gpt-4o-mini', 'group.tollgate.dev/default', 'apikey.tollgate.dev/team-a', 'role.rbac.authorization.k8s.io/tollgate-operator', 'deployment.apps/tollgate-operator', 'service/tollgate', 'horizontalpodautoscaler.autoscaling/tollgate-proxy']) {
+    for (const what of [
+      'namespace/tollgate',
+      'secret/upstream-openai',
+      'modelroute.tollgate.dev/gpt-4o-mini',
+      'group.tollgate.dev/default',
+      'apikey.tollgate.dev/team-a',
+      'role.rbac.authorization.k8s.io/tollgate-operator',
+      'deployment.apps/tollgate-operator',
+      'service/tollgate',
+      'horizontalpodautoscaler.autoscaling/tollgate-proxy',
+    ]) {
       expect(first).toContain(`${what} created`);
     }
     const second = await kubectl('apply', '--validate=false', '-f', 'examples/cluster/');
@@ -71,7 +95,9 @@ describe.skipIf(!existsSync(KUBECTL))('kubectl against the kube-API test server,
 
     const key = Buffer.from(await k('get', 'secret', 'team-a-key', '-o', 'jsonpath={.data.apiKey}'), 'base64').toString();
     expect(key).toMatch(/^sk-service-/);
-    expect(await k('get', 'secret', 'team-a-key', '-o', 'jsonpath={.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}')).toBe('ApiKey/team-a');
+    expect(await k('get', 'secret', 'team-a-key', '-o', 'jsonpath={.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}')).toBe(
+      'ApiKey/team-a',
+    );
 
     proxy = await startProxy(op.grpcPort);
     await waitFor(() => proxy.source.current()?.keys[keyHash(key).slice(7)], 'the key at the proxy');
@@ -87,7 +113,10 @@ describe.skipIf(!existsSync(KUBECTL))('kubectl against the kube-API test server,
     await k('patch', 'mr', 'sim-gpt', '--type', 'json', '-p', '[{"op":"replace","path":"/spec/pricing/outputPerMillion","value":"2"}]');
     await waitFor(() => proxy.source.current()?.groups.default?.models['sim-gpt']?.outputPerMillion === '2000000', 'the patched price');
     await k('patch', 'mr', 'sim-gpt', '--type', 'merge', '-p', '{"metadata":{"labels":{"team":"a"}}}');
-    await waitFor(async () => (await k('get', 'mr', 'sim-gpt', '-o', 'jsonpath={.metadata.generation}/{.status.observedGeneration}')) === '2/2', 'generation 2 observed');
+    await waitFor(
+      async () => (await k('get', 'mr', 'sim-gpt', '-o', 'jsonpath={.metadata.generation}/{.status.observedGeneration}')) === '2/2',
+      'generation 2 observed',
+    );
   });
 
   it('revoking with a merge patch shows in the columns and the key is refused; deleting the ApiKey removes its Secret', async () => {
@@ -96,7 +125,9 @@ describe.skipIf(!existsSync(KUBECTL))('kubectl against the kube-API test server,
     await waitFor(() => ready(cluster, 'ApiKey', 'team-a')?.reason === 'Revoked', 'Revoked');
     expect(await k('get', 'ak', 'team-a')).toMatch(/team-a\s+default\s+team-a\s+true\s+False/);
     await waitFor(() => !proxy.source.current()?.keys[keyHash(key).slice(7)], 'the key gone from the proxy');
-    await expect(proxy.client(key).chat.completions.create({ model: 'sim-gpt', messages: [{ role: 'user', content: 'hi' }] })).rejects.toMatchObject({ status: 401 });
+    await expect(proxy.client(key).chat.completions.create({ model: 'sim-gpt', messages: [{ role: 'user', content: 'hi' }] })).rejects.toMatchObject({
+      status: 401,
+    });
 
     expect(await k('delete', 'apikey', 'team-a')).toContain('deleted');
     await expect(k('get', 'secret', 'team-a-key')).rejects.toThrow(/NotFound|not found/);

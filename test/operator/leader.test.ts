@@ -1,6 +1,22 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keyHash } from '../support/resources.js';
-import { NS, apiKeyOf, groupOf, modelRoute, ready, secret, startCluster, startOperator, startProxy, startSimulator, waitFor, type Cluster, type Proxy, type Simulator, type TestOperator } from './harness.js';
+import {
+  NS,
+  apiKeyOf,
+  groupOf,
+  modelRoute,
+  ready,
+  secret,
+  startCluster,
+  startOperator,
+  startProxy,
+  startSimulator,
+  waitFor,
+  type Cluster,
+  type Proxy,
+  type Simulator,
+  type TestOperator,
+} from './harness.js';
 
 /** Two operator replicas on one Lease: one writes, both serve snapshots; the standby takes over. */
 
@@ -53,7 +69,9 @@ describe('leader election', () => {
     proxy = await startProxy(standby.grpcPort);
     await waitFor(() => proxy.source.current()?.version === leader.snapshot()!.version, 'the proxy fed by the standby');
     const key = Buffer.from(cluster.api.get('v1', 'secrets', NS, 'minted-key')!.data.apiKey as string, 'base64').toString();
-    await expect(proxy.client(key).chat.completions.create({ model: 'sim-gpt', messages: [{ role: 'user', content: 'hi' }] })).resolves.toMatchObject({ object: 'chat.completion' });
+    await expect(proxy.client(key).chat.completions.create({ model: 'sim-gpt', messages: [{ role: 'user', content: 'hi' }] })).resolves.toMatchObject({
+      object: 'chat.completion',
+    });
   });
 
   it('status is written only when it changes', async () => {

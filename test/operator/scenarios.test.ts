@@ -78,7 +78,11 @@ describe('operator -> gRPC -> proxy', () => {
     expect(upstream!.headers.authorization).toBe(`Bearer ${UPSTREAM_SECRET}`);
     expect((JSON.parse(upstream!.body.toString()) as { model: string }).model).toBe('gpt-sim');
 
-    for (const [kind, name] of [['ModelRoute', 'sim-gpt'], ['Group', 'default'], ['ApiKey', 'hashed']] as const) {
+    for (const [kind, name] of [
+      ['ModelRoute', 'sim-gpt'],
+      ['Group', 'default'],
+      ['ApiKey', 'hashed'],
+    ] as const) {
       const c = await waitFor(() => ready(cluster, kind, name), `${kind} ${name} Ready`);
       expect(c).toMatchObject({ status: 'True', observedGeneration: 1 });
     }
@@ -128,7 +132,11 @@ describe('operator -> gRPC -> proxy', () => {
   });
 
   it('a ModelRoute whose credentials Secret is missing is not Ready with the reason; the credential never shows', async () => {
-    await cluster.apply(modelRoute('needs-secret', sim.url, { backends: [{ provider: 'openai', baseURL: `${sim.url}/v1`, credentials: { secretRef: { name: 'late', key: 'apiKey' } } }] }));
+    await cluster.apply(
+      modelRoute('needs-secret', sim.url, {
+        backends: [{ provider: 'openai', baseURL: `${sim.url}/v1`, credentials: { secretRef: { name: 'late', key: 'apiKey' } } }],
+      }),
+    );
     const c = await waitFor(() => ready(cluster, 'ModelRoute', 'needs-secret'), 'the needs-secret condition');
     expect(c).toMatchObject({ status: 'False', reason: 'SecretNotFound' });
     expect(c.message).toContain('spec.backends[0].credentials.secretRef');
@@ -151,7 +159,9 @@ describe('operator -> gRPC -> proxy', () => {
     const secretName = await waitFor(() => cluster.get('ApiKey', 'minted')?.status?.secretName as string | undefined, 'status.secretName');
     const s = await cluster.core.readNamespacedSecret({ name: secretName, namespace: NS });
     const owner = cluster.get('ApiKey', 'minted')!;
-    expect(s.metadata?.ownerReferences).toEqual([expect.objectContaining({ apiVersion: 'tollgate.dev/v1alpha1', kind: 'ApiKey', name: 'minted', uid: owner.metadata.uid, controller: true })]);
+    expect(s.metadata?.ownerReferences).toEqual([
+      expect.objectContaining({ apiVersion: 'tollgate.dev/v1alpha1', kind: 'ApiKey', name: 'minted', uid: owner.metadata.uid, controller: true }),
+    ]);
     const key = Buffer.from(s.data!.apiKey!, 'base64').toString();
     expect(key).toMatch(/^sk-service-[A-Za-z0-9_-]{43}$/);
     expect(await waitFor(() => ready(cluster, 'ApiKey', 'minted')?.status === 'True', 'the minted ApiKey Ready')).toBe(true);
@@ -172,14 +182,18 @@ describe('operator -> gRPC -> proxy', () => {
     await expect(chat(rotated)).resolves.toMatchObject({ object: 'chat.completion' });
 
     await cluster.patch('ApiKey', 'minted', { spec: { revoked: true } });
-    await waitFor(async () => {
-      try {
-        await chat(rotated);
-        return false;
-      } catch (err) {
-        return (err as { status?: number }).status === 401;
-      }
-    }, 'a 401 for the revoked key', 5000);
+    await waitFor(
+      async () => {
+        try {
+          await chat(rotated);
+          return false;
+        } catch (err) {
+          return (err as { status?: number }).status === 401;
+        }
+      },
+      'a 401 for the revoked key',
+      5000,
+    );
     await waitFor(() => ready(cluster, 'ApiKey', 'minted')?.reason === 'Revoked', 'Ready False Revoked');
     await expect(chat(KEY)).resolves.toBeTruthy(); // the other key is untouched
 
@@ -190,10 +204,16 @@ describe('operator -> gRPC -> proxy', () => {
   it('a minted key whose Secret name is taken by a foreign Secret waits, says why, and is minted once the name is free', async () => {
     await cluster.apply(secret('taken-key', { apiKey: 'sk-service-not-ours' }));
     await cluster.apply(apiKeyOf('taken', {}));
-    const c = await waitFor(() => (ready(cluster, 'ApiKey', 'taken')?.message.includes('not owned') ? ready(cluster, 'ApiKey', 'taken') : undefined), 'the conflict reported');
+    const c = await waitFor(
+      () => (ready(cluster, 'ApiKey', 'taken')?.message.includes('not owned') ? ready(cluster, 'ApiKey', 'taken') : undefined),
+      'the conflict reported',
+    );
     expect(c).toMatchObject({ status: 'False', reason: 'SecretNameTaken' });
     expect(c.message).toContain('Secret "taken-key"');
-    await waitFor(() => cluster.api.list('v1', 'events', NS).some((e) => e.involvedObject.name === 'taken' && e.reason === 'SecretNameTaken' && e.type === 'Warning'), 'the Warning event');
+    await waitFor(
+      () => cluster.api.list('v1', 'events', NS).some((e) => e.involvedObject.name === 'taken' && e.reason === 'SecretNameTaken' && e.type === 'Warning'),
+      'the Warning event',
+    );
     // The foreign Secret is left alone and its value never served.
     expect(Buffer.from(cluster.api.get('v1', 'secrets', NS, 'taken-key')!.data.apiKey as string, 'base64').toString()).toBe('sk-service-not-ours');
     expect(proxy.source.current()?.keys[keyHash('sk-service-not-ours').slice(7)]).toBeUndefined();
@@ -215,7 +235,8 @@ describe('operator -> gRPC -> proxy', () => {
   });
 
   it('a watch answered 410 Gone relists, and later changes still arrive', async () => {
-    const lists = () => cluster.api.requests.filter((r) => r.method === 'GET' && /\/modelroutes$/.test(r.path.split('?')[0]!) && !r.path.includes('watch=')).length;
+    const lists = () =>
+      cluster.api.requests.filter((r) => r.method === 'GET' && /\/modelroutes$/.test(r.path.split('?')[0]!) && !r.path.includes('watch=')).length;
     const before = lists();
     // Something the operator does not watch moves the version on; then history is dropped and
     // every watch cut, so each informer resumes from a version the server no longer has.

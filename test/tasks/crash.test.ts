@@ -19,7 +19,10 @@ let sim: Simulator;
 let configDir: string;
 beforeAll(async () => {
   sim = await startSimulator();
-  configDir = await writeManifests([imageRoute('img', 'openai', `${sim.url}/v1`, { model: 'image-sim' }), group('g', ['img']), apiKey('k', KEY, 'g', { account: 'acct' })], 'tollgate-crash-config-');
+  configDir = await writeManifests(
+    [imageRoute('img', 'openai', `${sim.url}/v1`, { model: 'image-sim' }), group('g', ['img']), apiKey('k', KEY, 'g', { account: 'acct' })],
+    'tollgate-crash-config-',
+  );
 });
 afterAll(async () => {
   await sim?.close();

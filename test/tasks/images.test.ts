@@ -67,7 +67,14 @@ for (const sc of storeCases()) {
       const png = Buffer.from(await (await fetch(done.data![0]!.url)).arrayBuffer());
       expect(pngSize(png)).toEqual({ width: 2048, height: 1152 });
       const created = JSON.parse(t.sim.recorder.find('a harbour')[0]!.body.toString()) as { input: Record<string, unknown> };
-      expect(created.input).toMatchObject({ prompt: 'a harbour [sim:slow=150]', num_outputs: 1, width: 2048, height: 1152, resolution: '2K', aspect_ratio: '16:9' });
+      expect(created.input).toMatchObject({
+        prompt: 'a harbour [sim:slow=150]',
+        num_outputs: 1,
+        width: 2048,
+        height: 1152,
+        resolution: '2K',
+        aspect_ratio: '16:9',
+      });
       expect(t.sim.recorder.all().filter((r) => r.method === 'GET' && r.path.startsWith('/v1/predictions/')).length).toBeGreaterThan(0);
       expect((await accountState(t.store, 'acct')).balance).toBe(before.balance - 40_000n); // 2K
     });
@@ -81,7 +88,13 @@ for (const sc of storeCases()) {
     it('a signed webhook on success: the receiver verifies the signature over the raw bytes with its own HMAC', async () => {
       const rx = await startReceiver();
       try {
-        const sub = await c.submit('/v1/images/generations', { model: 'img-openai', prompt: 'a fox', size: '64x64', webhook_url: rx.url, webhook_secret: SECRET });
+        const sub = await c.submit('/v1/images/generations', {
+          model: 'img-openai',
+          prompt: 'a fox',
+          size: '64x64',
+          webhook_url: rx.url,
+          webhook_secret: SECRET,
+        });
         await waitUntil(() => rx.received.length === 1, 10_000, 'the webhook');
         const got = rx.received[0]!;
         expect(got.headers['content-type']).toBe('application/json');
@@ -104,7 +117,13 @@ for (const sc of storeCases()) {
       const rx = await startReceiver();
       try {
         const before = await accountState(t.store, 'acct');
-        const sub = await c.submit('/v1/images/generations', { model: 'img-openai', prompt: 'forbidden [sim:fail]', n: 3, webhook_url: rx.url, webhook_secret: SECRET });
+        const sub = await c.submit('/v1/images/generations', {
+          model: 'img-openai',
+          prompt: 'forbidden [sim:fail]',
+          n: 3,
+          webhook_url: rx.url,
+          webhook_secret: SECRET,
+        });
         const done = await c.until(sub.json.id);
         expect(done).toMatchObject({ status: 'failed', error: { code: 'content_policy_violation', message: expect.stringMatching(/safety system/) } });
         await waitUntil(() => rx.received.length === 1, 10_000, 'the webhook');
@@ -128,7 +147,9 @@ for (const sc of storeCases()) {
 
       const edit = await c.until((await c.submit('/v1/images/edits', { model: 'img-openai', prompt: 'edit-marker', image })).json.id);
       expect(edit.status).toBe('succeeded');
-      const inpaint = await c.until((await c.submit('/v1/images/inpaint', { model: 'img-openai', prompt: 'inpaint-marker', image_urls: [image], mask_url: mask, size: '96x64' })).json.id);
+      const inpaint = await c.until(
+        (await c.submit('/v1/images/inpaint', { model: 'img-openai', prompt: 'inpaint-marker', image_urls: [image], mask_url: mask, size: '96x64' })).json.id,
+      );
       expect(inpaint.status).toBe('succeeded');
       expect(pngSize(Buffer.from(await (await fetch(inpaint.data![0]!.url)).arrayBuffer()))).toEqual({ width: 96, height: 64 });
 
@@ -145,7 +166,10 @@ for (const sc of storeCases()) {
     it('an Idempotency-Key resubmission returns the original task and holds nothing more', async () => {
       const key = `idem-${Date.now()}`;
       const body = { model: 'img-openai', prompt: 'once only [sim:slow=300]', size: '64x64' };
-      const [a, b] = await Promise.all([c.submit('/v1/images/generations', body, { 'idempotency-key': key }), c.submit('/v1/images/generations', body, { 'idempotency-key': key })]);
+      const [a, b] = await Promise.all([
+        c.submit('/v1/images/generations', body, { 'idempotency-key': key }),
+        c.submit('/v1/images/generations', body, { 'idempotency-key': key }),
+      ]);
       expect(a.status).toBe(200);
       expect(b.status).toBe(200);
       expect(b.json.id).toBe(a.json.id);
@@ -156,7 +180,9 @@ for (const sc of storeCases()) {
       expect(changed.status).toBe(400);
       expect(changed.json.error.param).toBe('Idempotency-Key');
       await c.until(a.json.id);
-      const holds = await t.store.query("SELECT 1 FROM ledger WHERE kind = 'hold' AND meta->>'task' IN (SELECT id FROM tasks WHERE idempotency_key = $1)", [key]);
+      const holds = await t.store.query("SELECT 1 FROM ledger WHERE kind = 'hold' AND meta->>'task' IN (SELECT id FROM tasks WHERE idempotency_key = $1)", [
+        key,
+      ]);
       expect(holds.rows).toHaveLength(1);
       // Another key's Idempotency-Key space is its own.
       const other = client(t.gw.url, OTHER_KEY);
@@ -169,7 +195,12 @@ for (const sc of storeCases()) {
       const rx = await startReceiver();
       try {
         const before = await accountState(t.store, 'acct');
-        const sub = await c.submit('/v1/images/generations', { model: 'img-replicate', prompt: 'long one [sim:slow=20000]', webhook_url: rx.url, webhook_secret: SECRET });
+        const sub = await c.submit('/v1/images/generations', {
+          model: 'img-replicate',
+          prompt: 'long one [sim:slow=20000]',
+          webhook_url: rx.url,
+          webhook_secret: SECRET,
+        });
         // Wait until the prediction exists upstream, so the cancel has something to stop.
         await waitUntil(() => t.sim.recorder.find('long one').length === 1, 10_000, 'the prediction');
         await waitUntil(async () => (await t.store.query('SELECT 1 FROM tasks WHERE id = $1 AND upstream_id IS NOT NULL', [sub.json.id])).rows.length === 1);

@@ -66,7 +66,14 @@ export async function startS3Server(opts: { bucket: string; accessKeyId: string;
       if (!credential.startsWith(`${opts.accessKeyId}/`)) return { auth: 'header', ok: false, why: 'unknown access key' };
       const names = signed.split(';');
       if (!names.includes('host')) return { auth: 'header', ok: false, why: 'host not signed' };
-      const headers = names.map((n) => `${n}:${String(req.headers[n] ?? '').trim().replace(/\s+/g, ' ')}\n`).join('');
+      const headers = names
+        .map(
+          (n) =>
+            `${n}:${String(req.headers[n] ?? '')
+              .trim()
+              .replace(/\s+/g, ' ')}\n`,
+        )
+        .join('');
       const payload = String(req.headers['x-amz-content-sha256'] ?? '');
       if (payload !== 'UNSIGNED-PAYLOAD' && payload !== sha256(body)) return { auth: 'header', ok: false, why: 'payload hash' };
       const canonical = [req.method, path, canonicalQuery(query), headers, signed, payload].join('\n');
@@ -78,14 +85,20 @@ export async function startS3Server(opts: { bucket: string; accessKeyId: string;
     if (!sig) return { auth: 'none', ok: false, why: 'no signature' };
     const credential = q.get('X-Amz-Credential') ?? '';
     const amzDate = q.get('X-Amz-Date') ?? '';
-    if (!credential.startsWith(`${opts.accessKeyId}/`) || q.get('X-Amz-Algorithm') !== 'AWS4-HMAC-SHA256') return { auth: 'query', ok: false, why: 'credential' };
+    if (!credential.startsWith(`${opts.accessKeyId}/`) || q.get('X-Amz-Algorithm') !== 'AWS4-HMAC-SHA256')
+      return { auth: 'query', ok: false, why: 'credential' };
     const t = /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/.exec(amzDate);
     if (!t) return { auth: 'query', ok: false, why: 'date' };
     const signedAt = Date.UTC(+t[1]!, +t[2]! - 1, +t[3]!, +t[4]!, +t[5]!, +t[6]!);
     if (signedAt + Number(q.get('X-Amz-Expires')) * 1000 < Date.now()) return { auth: 'query', ok: false, why: 'expired' };
     const signed = q.get('X-Amz-SignedHeaders') ?? '';
-    const headers = signed.split(';').map((n) => `${n}:${String(req.headers[n] ?? '').trim()}\n`).join('');
-    const canonical = [req.method === 'HEAD' ? 'GET' : req.method, path, canonicalQuery(query, 'X-Amz-Signature'), headers, signed, 'UNSIGNED-PAYLOAD'].join('\n');
+    const headers = signed
+      .split(';')
+      .map((n) => `${n}:${String(req.headers[n] ?? '').trim()}\n`)
+      .join('');
+    const canonical = [req.method === 'HEAD' ? 'GET' : req.method, path, canonicalQuery(query, 'X-Amz-Signature'), headers, signed, 'UNSIGNED-PAYLOAD'].join(
+      '\n',
+    );
     const ok = same(signature(opts.secretAccessKey, credential, amzDate, canonical), sig);
     return { auth: 'query', ok, ...(ok ? {} : { why: 'signature' }) };
   };
@@ -105,7 +118,13 @@ export async function startS3Server(opts: { bucket: string; accessKeyId: string;
       const query = qi === -1 ? '' : url.slice(qi + 1);
       const body = Buffer.concat(chunks);
       const v = verify(req, path, query, body);
-      log.push({ method: req.method ?? '', path, auth: v.auth, ok: v.ok, ...(req.headers['content-length'] ? { contentLength: req.headers['content-length'] } : {}) });
+      log.push({
+        method: req.method ?? '',
+        path,
+        auth: v.auth,
+        ok: v.ok,
+        ...(req.headers['content-length'] ? { contentLength: req.headers['content-length'] } : {}),
+      });
       if (!v.ok) return error(res, 403, v.why === 'expired' ? 'AccessDenied' : 'SignatureDoesNotMatch', `request not authenticated: ${v.why}`);
       const prefix = `/${opts.bucket}/`;
       if (!path.startsWith(prefix)) return error(res, 404, 'NoSuchBucket', 'no such bucket');

@@ -23,7 +23,11 @@ describe('results in an S3-compatible bucket', () => {
     // Storage is what is tested here, not the store: the quickest one will do.
     store = await storeCases().at(-1)!.open();
     sim = await startSimulator();
-    gw = await startTasksGateway({ store, sim, options: { s3: { bucket: 'results', endpoint: s3.url, region: 'eu-west-1', prefix: 'tollgate/', forcePathStyle: true } } });
+    gw = await startTasksGateway({
+      store,
+      sim,
+      options: { s3: { bucket: 'results', endpoint: s3.url, region: 'eu-west-1', prefix: 'tollgate/', forcePathStyle: true } },
+    });
     await grant(store, 'acct', 10n * C);
   });
   afterAll(async () => {

@@ -33,7 +33,14 @@ export const FAST: Partial<TaskSettings> = {
  * A task ModelRoute with one backend: `defaults` (pricing, capabilities) unless `spec` overrides
  * them; `spec.model` is the backend's upstream model.
  */
-export function taskRoute(type: 'image' | 'video', name: string, provider: 'openai' | 'replicate', baseURL: string, defaults: Record<string, unknown>, spec: Record<string, unknown> = {}) {
+export function taskRoute(
+  type: 'image' | 'video',
+  name: string,
+  provider: 'openai' | 'replicate',
+  baseURL: string,
+  defaults: Record<string, unknown>,
+  spec: Record<string, unknown> = {},
+) {
   const { model, ...rest } = spec as { model?: string };
   return {
     apiVersion: API,
@@ -44,10 +51,17 @@ export function taskRoute(type: 'image' | 'video', name: string, provider: 'open
 }
 
 export function imageRoute(name: string, provider: 'openai' | 'replicate', baseURL: string, spec: Record<string, unknown> = {}) {
-  return taskRoute('image', name, provider, baseURL, {
-    pricing: { perImage: { '1K': '0.02', '2K': '0.04', '2K:high': '0.06', '4K': '0.08' } },
-    capabilities: { inpaint: true, qualities: ['low', 'medium', 'high'] },
-  }, spec);
+  return taskRoute(
+    'image',
+    name,
+    provider,
+    baseURL,
+    {
+      pricing: { perImage: { '1K': '0.02', '2K': '0.04', '2K:high': '0.06', '4K': '0.08' } },
+      capabilities: { inpaint: true, qualities: ['low', 'medium', 'high'] },
+    },
+    spec,
+  );
 }
 
 /** The quickstart-like manifests of these tests: two image models on the simulator, two keys of one account. */
@@ -95,7 +109,10 @@ export interface TasksStack {
  * before its tests (then `credits` granted, micro-credits by account) and closed after them. The
  * fields are set once beforeAll has run.
  */
-export function useTasksStack(sc: StoreCase, o: Omit<Parameters<typeof startTasksGateway>[0], 'store' | 'sim'> & { credits?: Record<string, bigint> } = {}): TasksStack {
+export function useTasksStack(
+  sc: StoreCase,
+  o: Omit<Parameters<typeof startTasksGateway>[0], 'store' | 'sim'> & { credits?: Record<string, bigint> } = {},
+): TasksStack {
   const { credits = {}, ...gateway } = o;
   const t = {} as TasksStack;
   beforeAll(async () => {
@@ -134,7 +151,11 @@ export function client(base: string, key = KEY) {
       ...(body !== undefined ? { body: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
     });
     const text = await r.text();
-    return { status: r.status, headers: r.headers, json: (text ? JSON.parse(text) : undefined) as TaskBody & { error: { message: string; param: string | null; code: string; type: string } } };
+    return {
+      status: r.status,
+      headers: r.headers,
+      json: (text ? JSON.parse(text) : undefined) as TaskBody & { error: { message: string; param: string | null; code: string; type: string } },
+    };
   };
   return {
     call,
@@ -164,7 +185,9 @@ export interface Received {
  * A real HTTP webhook receiver: records every POST; `answer` decides each one by its number
  * (from 1): a status, 'drop' (connection destroyed without an answer) or 'hang' (no answer).
  */
-export async function startReceiver(answer: (n: number) => number | 'drop' | 'hang' = () => 200): Promise<{ url: string; received: Received[]; close(): Promise<void>; server: Server }> {
+export async function startReceiver(
+  answer: (n: number) => number | 'drop' | 'hang' = () => 200,
+): Promise<{ url: string; received: Received[]; close(): Promise<void>; server: Server }> {
   const received: Received[] = [];
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];

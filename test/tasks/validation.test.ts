@@ -84,11 +84,7 @@ for (const sc of storeCases()) {
         expect(r.json.error, what).toMatchObject({ type: 'invalid_request_error', param, code: status === 404 ? 'model_not_found' : 'invalid_request' });
         expect(r.json.error.message, what).toContain(param.replace(/\[\d+\]$/, ''));
       }
-      const bad = [
-        await c.submit(G, '{"model": "img",'),
-        await c.submit(G, '[]'),
-        await c.submit(G, ok, { 'idempotency-key': 'x'.repeat(256) }),
-      ];
+      const bad = [await c.submit(G, '{"model": "img",'), await c.submit(G, '[]'), await c.submit(G, ok, { 'idempotency-key': 'x'.repeat(256) })];
       expect(bad.map((r) => r.status)).toEqual([400, 400, 400]);
       expect(bad[2]!.json.error.param).toBe('Idempotency-Key');
       expect((await client(t.gw.url, 'sk-service-nobody').submit(G, ok)).status).toBe(401);

@@ -14,7 +14,9 @@ for (const sc of storeCases()) {
     it('a burst from one account is accepted exactly up to its credits; the rest get 402 and leave nothing', async () => {
       await grant(t.store, 'acct', 30n * PRICE);
       const c = videoClient(t.gw.url);
-      const answers = await Promise.all(Array.from({ length: 50 }, (_, i) => c.submit({ model: 'vid-openai', prompt: `burst ${i} [sim:slow=60000]`, duration: 4 })));
+      const answers = await Promise.all(
+        Array.from({ length: 50 }, (_, i) => c.submit({ model: 'vid-openai', prompt: `burst ${i} [sim:slow=60000]`, duration: 4 })),
+      );
       const accepted = answers.filter((a) => a.status === 200);
       const refused = answers.filter((a) => a.status === 402);
       expect(accepted).toHaveLength(30);

@@ -8,7 +8,7 @@ import { mp4Boxes } from './videos-support.js';
 function tree(b: Buffer, from = 0, to = b.length, prefix = ''): string[] {
   const out: string[] = [];
   const containers = new Set(['moov', 'trak', 'mdia', 'minf', 'dinf', 'stbl']);
-  for (let pos = from; pos < to; ) {
+  for (let pos = from; pos < to;) {
     const size = b.readUInt32BE(pos);
     const type = b.toString('latin1', pos + 4, pos + 8);
     expect(pos + size).toBeLessThanOrEqual(to);

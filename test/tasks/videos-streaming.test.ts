@@ -55,7 +55,9 @@ for (const sc of storeCases()) {
       }
       expect(done.status).toBe('succeeded');
       const growth = { data: (peak.data - base.data) / MB, rss: (peak.rss - base.rss) / MB };
-      console.log(`50 MB video, ${sc.name}: peak growth of live heap+buffers ${growth.data.toFixed(1)} MB, of RSS ${growth.rss.toFixed(1)} MB (${samples} samples, ${(gcMs / samples).toFixed(1)} ms each)`);
+      console.log(
+        `50 MB video, ${sc.name}: peak growth of live heap+buffers ${growth.data.toFixed(1)} MB, of RSS ${growth.rss.toFixed(1)} MB (${samples} samples, ${(gcMs / samples).toFixed(1)} ms each)`,
+      );
       // Streamed, a few chunks are live at a time; a copy of the whole video would hold its 50 MB
       // (and its chunks) live at once, 50 MB at the very least. The bound leaves room for PGlite,
       // whose WebAssembly memory counts among ArrayBuffers and grows in steps (seen: up to 28 MB

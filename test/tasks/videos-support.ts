@@ -15,10 +15,26 @@ export const P1080 = 200_000n;
 export const AUDIO = 20_000n;
 
 export function videoRoute(name: string, provider: 'openai' | 'replicate', baseURL: string, spec: Record<string, unknown> = {}) {
-  return taskRoute('video', name, provider, baseURL, {
-    pricing: { perSecond: { '480p': '0.05', '720p': '0.10', '1080p': '0.20' }, audioPerSecond: '0.02' },
-    capabilities: { firstFrame: true, lastFrame: true, referenceImages: true, referenceVideo: true, audio: true, resolutions: ['480p', '720p', '1080p'], minDuration: 4, maxDuration: 20 },
-  }, spec);
+  return taskRoute(
+    'video',
+    name,
+    provider,
+    baseURL,
+    {
+      pricing: { perSecond: { '480p': '0.05', '720p': '0.10', '1080p': '0.20' }, audioPerSecond: '0.02' },
+      capabilities: {
+        firstFrame: true,
+        lastFrame: true,
+        referenceImages: true,
+        referenceVideo: true,
+        audio: true,
+        resolutions: ['480p', '720p', '1080p'],
+        minDuration: 4,
+        maxDuration: 20,
+      },
+    },
+    spec,
+  );
 }
 
 export function videoResources(s: string): object[] {
@@ -63,7 +79,7 @@ export function mp4Boxes(b: Buffer): { types: string[]; seconds: number } {
   const types: string[] = [];
   let seconds = NaN;
   const walk = (from: number, to: number, depth: number) => {
-    for (let pos = from; pos < to; ) {
+    for (let pos = from; pos < to;) {
       const size = b.readUInt32BE(pos);
       const type = b.toString('latin1', pos + 4, pos + 8);
       expect(size).toBeGreaterThanOrEqual(8);
@@ -79,4 +95,3 @@ export function mp4Boxes(b: Buffer): { types: string[]; seconds: number } {
   walk(0, b.length, 0);
   return { types, seconds };
 }
-

@@ -53,7 +53,11 @@ for (const sc of storeCases()) {
       for (const [what, body, status, param] of CASES) {
         const r = await c.submit(body);
         expect(r.status, what).toBe(status);
-        expect(r.json.error, what).toMatchObject({ type: 'invalid_request_error', param, code: status === 404 ? expect.stringMatching(/not_found/) : 'invalid_request' });
+        expect(r.json.error, what).toMatchObject({
+          type: 'invalid_request_error',
+          param,
+          code: status === 404 ? expect.stringMatching(/not_found/) : 'invalid_request',
+        });
         expect(r.json.error.message, what).toContain(param.replace(/\[\d+\]$/, ''));
       }
       expect((await c.submit('{"model": "vid-openai",')).status).toBe(400);
@@ -65,7 +69,15 @@ for (const sc of storeCases()) {
 
     it('fills the defaults within what the model offers and accepts both names of each field', async () => {
       const c = videoClient(t.gw.url);
-      const same = await c.submit({ ...ok, prompt: 'same-marker', image_url: IMG, first_frame_url: IMG, reference_video_url: CLIP, video_url: CLIP, aspect_ratio: '32:18' });
+      const same = await c.submit({
+        ...ok,
+        prompt: 'same-marker',
+        image_url: IMG,
+        first_frame_url: IMG,
+        reference_video_url: CLIP,
+        video_url: CLIP,
+        aspect_ratio: '32:18',
+      });
       expect(same.status).toBe(200);
       const done = await c.until(same.json.id);
       expect(done).toMatchObject({ status: 'succeeded', mode: 'video-to-video', ignored: ['reference_video_url'] });

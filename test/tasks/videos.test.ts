@@ -92,20 +92,42 @@ for (const sc of storeCases()) {
         last_frame: LAST,
         reference_images: [REF],
       });
-      expect(upstreamBody(t.sim, 'v2v-marker').input).toEqual({ prompt: 'v2v-marker', duration: 5, resolution: '720p', aspect_ratio: '16:9', generate_audio: true, image: FRAME, video: CLIP });
+      expect(upstreamBody(t.sim, 'v2v-marker').input).toEqual({
+        prompt: 'v2v-marker',
+        duration: 5,
+        resolution: '720p',
+        aspect_ratio: '16:9',
+        generate_audio: true,
+        image: FRAME,
+        video: CLIP,
+      });
       // 1080p without audio, for the full 6 s (the file says 6 s: Replicate reports no duration).
       const charged = await t.store.query<{ charged_micro: string }>('SELECT charged_micro FROM tasks WHERE id = $1', [i2v.json.id]);
       expect(BigInt(charged.rows[0]!.charged_micro)).toBe(6n * P1080);
     });
 
     it('image-to-video on OpenAI sends the first frame as input_reference; what the API cannot take is listed as ignored', async () => {
-      const sub = await c.submit({ model: 'vid-openai', prompt: 'oai-i2v-marker', image_url: FRAME, last_image_url: LAST, duration: 8, aspect_ratio: '9:16', resolution: '480p' });
+      const sub = await c.submit({
+        model: 'vid-openai',
+        prompt: 'oai-i2v-marker',
+        image_url: FRAME,
+        last_image_url: LAST,
+        duration: 8,
+        aspect_ratio: '9:16',
+        resolution: '480p',
+      });
       const done = await c.until(sub.json.id);
       expect(done).toMatchObject({ status: 'succeeded', mode: 'image-to-video', ignored: ['last_image_url'] });
-      expect(upstreamBody(t.sim, 'oai-i2v-marker')).toEqual({ model: 'video-sim', prompt: 'oai-i2v-marker', seconds: '8', size: '480x854', input_reference: { image_url: FRAME } });
+      expect(upstreamBody(t.sim, 'oai-i2v-marker')).toEqual({
+        model: 'video-sim',
+        prompt: 'oai-i2v-marker',
+        seconds: '8',
+        size: '480x854',
+        input_reference: { image_url: FRAME },
+      });
     });
 
-    it("inputs the model does not offer are dropped before the upstream call, listed as ignored and not paid for", async () => {
+    it('inputs the model does not offer are dropped before the upstream call, listed as ignored and not paid for', async () => {
       const before = await accountState(t.store, 'acct');
       const sub = await c.submit({ model: 'vid-plain', prompt: 'plain-marker', image_url: FRAME, reference_video_url: CLIP, generate_audio: true, seed: 7 });
       expect(sub.status).toBe(200);
@@ -157,7 +179,10 @@ for (const sc of storeCases()) {
         const sub = await c.submit({ model: 'vid-openai', prompt: 'doomed [sim:fail]', duration: 12, webhook_url: rx.url, webhook_secret: SECRET });
         expect(sub.status).toBe(200);
         const done = await c.until(sub.json.id);
-        expect(done).toMatchObject({ status: 'failed', error: { code: 'video_generation_failed', message: expect.stringContaining('could not be generated') } });
+        expect(done).toMatchObject({
+          status: 'failed',
+          error: { code: 'video_generation_failed', message: expect.stringContaining('could not be generated') },
+        });
         await waitUntil(() => rx.received.length === 1, 10_000, 'the webhook');
         expect(verified(rx.received[0]!)).toBe(true);
         expect(JSON.parse(rx.received[0]!.body.toString())).toEqual({ id: sub.json.id, status: 'failed', error: done.error });
@@ -175,9 +200,17 @@ for (const sc of storeCases()) {
         const before = await accountState(t.store, 'acct');
         const tasks = (await t.store.query('SELECT id FROM tasks')).rows.length;
         const ledger = (await t.store.query('SELECT id FROM ledger')).rows.length;
-        const r = await c.submit({ model: 'vid-openai', prompt: 'forbidden [sim:blocked]', webhook_url: rx.url, webhook_secret: SECRET }, { 'idempotency-key': 'blocked-1' });
+        const r = await c.submit(
+          { model: 'vid-openai', prompt: 'forbidden [sim:blocked]', webhook_url: rx.url, webhook_secret: SECRET },
+          { 'idempotency-key': 'blocked-1' },
+        );
         expect(r.status).toBe(400);
-        expect(r.json.error).toMatchObject({ type: 'invalid_request_error', code: 'invalid_request', param: 'prompt', message: expect.stringMatching(/safety policy.*moderation/) });
+        expect(r.json.error).toMatchObject({
+          type: 'invalid_request_error',
+          code: 'invalid_request',
+          param: 'prompt',
+          message: expect.stringMatching(/safety policy.*moderation/),
+        });
         expect(t.sim.recorder.find('forbidden [sim:blocked]')).toHaveLength(1); // the upstream was asked, once
         expect((await t.store.query('SELECT id FROM tasks')).rows).toHaveLength(tasks);
         expect((await t.store.query('SELECT id FROM ledger')).rows).toHaveLength(ledger);

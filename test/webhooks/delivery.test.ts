@@ -55,7 +55,13 @@ for (const sc of storeCases()) {
       gw = await startTasksGateway({ store, sim, settings: { webhookTimeoutMs: 400, webhookRetryScheduleS: [0.05, 0.05, 0.05, 0.05] } });
       const rx = await startReceiver((n) => (n === 1 ? 'drop' : n === 2 ? 503 : n === 3 ? 'hang' : 200));
       try {
-        const sub = await client(gw.url).submit('/v1/images/generations', { model: 'img-openai', prompt: 'retry me', size: '64x64', webhook_url: rx.url, webhook_secret: SECRET });
+        const sub = await client(gw.url).submit('/v1/images/generations', {
+          model: 'img-openai',
+          prompt: 'retry me',
+          size: '64x64',
+          webhook_url: rx.url,
+          webhook_secret: SECRET,
+        });
         await waitUntil(async () => (await adminTask(gw, sub.json.id)).webhooks[0]?.status === 'delivered', 15_000, 'the delivery');
         expect(rx.received).toHaveLength(4);
         sameDelivery(rx.received);
@@ -77,7 +83,13 @@ for (const sc of storeCases()) {
       gw = await startTasksGateway({ store, sim, settings });
       const rx = await startReceiver((n) => (n <= 3 ? 503 : 200));
       try {
-        const sub = await client(gw.url).submit('/v1/images/generations', { model: 'img-openai', prompt: 'restart me', size: '64x64', webhook_url: rx.url, webhook_secret: SECRET });
+        const sub = await client(gw.url).submit('/v1/images/generations', {
+          model: 'img-openai',
+          prompt: 'restart me',
+          size: '64x64',
+          webhook_url: rx.url,
+          webhook_secret: SECRET,
+        });
         await waitUntil(() => rx.received.length >= 1, 10_000, 'the first attempt');
         await gw.close();
         const before = rx.received.length;
@@ -111,7 +123,9 @@ for (const sc of storeCases()) {
         const refused = await store.tx((q) => enqueueDelivery(q, { taskId: 'img_refused', url: rx.url, body, signature: signBody(SECRET, body) }));
         worker.start();
         await waitUntil(async () => (await store.query("SELECT 1 FROM webhook_deliveries WHERE id = $1 AND status = 'failed'", [refused])).rows.length === 1);
-        const a = await store.query<{ status_code: number | null; error: string }>('SELECT status_code, error FROM webhook_attempts WHERE delivery_id = $1', [refused]);
+        const a = await store.query<{ status_code: number | null; error: string }>('SELECT status_code, error FROM webhook_attempts WHERE delivery_id = $1', [
+          refused,
+        ]);
         expect(a.rows).toHaveLength(1);
         expect(a.rows[0]!.error).toMatch(/loopback/);
         expect(rx.received).toHaveLength(0);
@@ -119,7 +133,15 @@ for (const sc of storeCases()) {
         await worker.stop(0);
       }
       // The same receiver, allowed, failing every time: three attempts (the first and two retries), then failed.
-      const allowed = createDeliveryWorker({ store, log: createLogger({}, 'silent'), owner, policy: { allowLoopback: true, allowPrivate: false }, retryScheduleS: [0.05, 0.05], timeoutMs: 1000, intervalMs: 20 });
+      const allowed = createDeliveryWorker({
+        store,
+        log: createLogger({}, 'silent'),
+        owner,
+        policy: { allowLoopback: true, allowPrivate: false },
+        retryScheduleS: [0.05, 0.05],
+        timeoutMs: 1000,
+        intervalMs: 20,
+      });
       try {
         const body = Buffer.from('{"id":"img_y","status":"failed"}');
         const id = await store.tx((q) => enqueueDelivery(q, { taskId: 'img_failing', url: rx.url, body, signature: signBody(SECRET, body) }));

@@ -73,5 +73,3 @@ export const chatCompletions: ProtocolAdapter = {
     return encodeJsonEvent({ error: { message, type, param: null, code: 'upstream_error' } });
   },
 };
-
-

@@ -9,7 +9,10 @@ import { parseWire } from '../validate.js';
 export const MessagesRequest = z.looseObject({
   model: z.string({ error: 'model: Field required (a string: the model code)' }).min(1, 'model must not be empty'),
   messages: z.array(z.unknown(), { error: 'messages: Field required (an array of messages)' }),
-  max_tokens: z.number({ error: 'max_tokens: Field required (a positive integer)' }).int('max_tokens must be an integer').positive('max_tokens must be at least 1'),
+  max_tokens: z
+    .number({ error: 'max_tokens: Field required (a positive integer)' })
+    .int('max_tokens must be an integer')
+    .positive('max_tokens must be at least 1'),
   stream: z.boolean({ error: 'stream must be a boolean' }).optional(),
 });
 

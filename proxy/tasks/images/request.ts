@@ -101,7 +101,10 @@ export function parseImageRequest(body: Record<string, unknown>, mode: ImageMode
   const maskUrl = maskRaw === undefined || maskRaw === null ? undefined : url(maskRaw, 'mask_url', policy);
 
   if (mode === 'generate' && imageUrls.length > 0) {
-    throw badRequest(`${list ? 'image_urls' : 'image'} is not taken by ${ENDPOINT.generate}; send reference images to ${ENDPOINT.edit}`, list ? 'image_urls' : 'image');
+    throw badRequest(
+      `${list ? 'image_urls' : 'image'} is not taken by ${ENDPOINT.generate}; send reference images to ${ENDPOINT.edit}`,
+      list ? 'image_urls' : 'image',
+    );
   }
   if (mode !== 'generate' && imageUrls.length === 0) throw badRequest(`image_urls (or image) is required by ${ENDPOINT[mode]}`, 'image_urls');
   if (mode === 'inpaint' && !maskUrl) throw badRequest(`mask_url is required by ${ENDPOINT.inpaint}: white marks the area to repaint`, 'mask_url');
@@ -124,5 +127,11 @@ export function parseImageRequest(body: Record<string, unknown>, mode: ImageMode
     imageUrls,
     ...(maskUrl ? { maskUrl } : {}),
   };
-  return { job, ...(webhook ? { webhook } : {}), ignored: Object.keys(body).filter((k) => !KNOWN.has(k)).sort() };
+  return {
+    job,
+    ...(webhook ? { webhook } : {}),
+    ignored: Object.keys(body)
+      .filter((k) => !KNOWN.has(k))
+      .sort(),
+  };
 }

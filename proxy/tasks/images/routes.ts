@@ -44,7 +44,9 @@ async function submitImage(ctx: RequestContext, rt: TasksRuntime, mode: ImageMod
     const match = offered.find((q) => q.toLowerCase() === job.quality!.toLowerCase());
     if (!match) {
       throw badRequest(
-        offered.length ? `quality "${job.quality}" is not offered by model "${model}" (offered: ${offered.join(', ')})` : `model "${model}" has no quality tiers; leave quality out`,
+        offered.length
+          ? `quality "${job.quality}" is not offered by model "${model}" (offered: ${offered.join(', ')})`
+          : `model "${model}" has no quality tiers; leave quality out`,
         'quality',
       );
     }

@@ -87,7 +87,10 @@ export function resolveSize(size: string | undefined, tier: Tier | undefined): R
   if (spec.type === 'pixels') {
     const inferred = tierOfPixels(spec.width, spec.height);
     if (tier && tier !== inferred) {
-      return { error: `resolution "${tier}" does not match size ${spec.width}x${spec.height}, which is ${inferred} (longer side up to 1536 px: 1K, up to 3072: 2K, above: 4K)`, field: 'resolution' };
+      return {
+        error: `resolution "${tier}" does not match size ${spec.width}x${spec.height}, which is ${inferred} (longer side up to 1536 px: 1K, up to 3072: 2K, above: 4K)`,
+        field: 'resolution',
+      };
     }
     return { width: spec.width, height: spec.height, aspectRatio: reduceRatio(spec.width, spec.height), resolution: inferred, sizeFrom: 'pixels' };
   }

@@ -45,7 +45,13 @@ export class S3Storage implements ResultStorage {
     try {
       const bytes = await spoolToFile(body, tmp, maxBytes);
       await this.client.send(
-        new PutObjectCommand({ Bucket: this.cfg.bucket, Key: this.objectKey(key), Body: createReadStream(tmp), ContentLength: bytes, ContentType: contentType }),
+        new PutObjectCommand({
+          Bucket: this.cfg.bucket,
+          Key: this.objectKey(key),
+          Body: createReadStream(tmp),
+          ContentLength: bytes,
+          ContentType: contentType,
+        }),
       );
       return { bytes };
     } finally {
@@ -60,11 +66,14 @@ export class S3Storage implements ResultStorage {
     if (this.cfg.endpoint) {
       const e = new URL(this.cfg.endpoint);
       const base = e.pathname.replace(/\/+$/, '');
-      url = this.cfg.forcePathStyle ? new URL(`${e.origin}${base}/${this.cfg.bucket}/${path}`) : new URL(`${e.protocol}//${this.cfg.bucket}.${e.host}${base}/${path}`);
+      url = this.cfg.forcePathStyle
+        ? new URL(`${e.origin}${base}/${this.cfg.bucket}/${path}`)
+        : new URL(`${e.protocol}//${this.cfg.bucket}.${e.host}${base}/${path}`);
     } else {
-      url = this.cfg.bucket.includes('.') || this.cfg.forcePathStyle
-        ? new URL(`https://s3.${this.region}.amazonaws.com/${this.cfg.bucket}/${path}`)
-        : new URL(`https://${this.cfg.bucket}.s3.${this.region}.amazonaws.com/${path}`);
+      url =
+        this.cfg.bucket.includes('.') || this.cfg.forcePathStyle
+          ? new URL(`https://s3.${this.region}.amazonaws.com/${this.cfg.bucket}/${path}`)
+          : new URL(`https://${this.cfg.bucket}.s3.${this.region}.amazonaws.com/${path}`);
     }
     return presignGet({ url, region: this.region, credentials, expiresSeconds: (expiresAt.getTime() - Date.now()) / 1000 });
   }

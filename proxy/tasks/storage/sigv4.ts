@@ -27,7 +27,10 @@ export function signingKey(secret: string, date: string, region: string, service
 export function presignGet(opts: { url: URL; region: string; credentials: SigV4Credentials; expiresSeconds: number; now?: Date; service?: string }): string {
   const service = opts.service ?? 's3';
   const now = opts.now ?? new Date();
-  const amzDate = now.toISOString().replace(/[-:]/g, '').replace(/\.\d{3}/, '');
+  const amzDate = now
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d{3}/, '');
   const date = amzDate.slice(0, 8);
   const scope = `${date}/${opts.region}/${service}/aws4_request`;
   const params: [string, string][] = [
@@ -45,6 +48,8 @@ export function presignGet(opts: { url: URL; region: string; credentials: SigV4C
     .join('&');
   const canonical = ['GET', opts.url.pathname, query, `host:${opts.url.host}\n`, 'host', 'UNSIGNED-PAYLOAD'].join('\n');
   const toSign = ['AWS4-HMAC-SHA256', amzDate, scope, sha256(canonical)].join('\n');
-  const signature = createHmac('sha256', signingKey(opts.credentials.secretAccessKey, date, opts.region, service)).update(toSign).digest('hex');
+  const signature = createHmac('sha256', signingKey(opts.credentials.secretAccessKey, date, opts.region, service))
+    .update(toSign)
+    .digest('hex');
   return `${opts.url.origin}${opts.url.pathname}?${query}&X-Amz-Signature=${signature}`;
 }

@@ -4,7 +4,15 @@ import { fitVideoRequest } from './capabilities.js';
 import type { VideoRequest } from './request.js';
 
 const I = 'https://media.example.com/a.png';
-const req = (r: Partial<VideoRequest> = {}): VideoRequest => ({ model: 'm', prompt: 'p', mode: 'text-to-video', aspectRatio: '16:9', referenceImageUrls: [], ignored: [], ...r });
+const req = (r: Partial<VideoRequest> = {}): VideoRequest => ({
+  model: 'm',
+  prompt: 'p',
+  mode: 'text-to-video',
+  aspectRatio: '16:9',
+  referenceImageUrls: [],
+  ignored: [],
+  ...r,
+});
 const status = (f: () => unknown) => {
   try {
     f();
@@ -17,7 +25,11 @@ const status = (f: () => unknown) => {
 describe('fitVideoRequest', () => {
   it('fills the defaults within what the model offers', () => {
     expect(fitVideoRequest(req(), 'm', { audio: true }, []).job).toMatchObject({ duration: 5, resolution: '720p', generateAudio: true });
-    expect(fitVideoRequest(req(), 'm', { resolutions: ['1080p'], minDuration: 8, maxDuration: 12 }, []).job).toMatchObject({ duration: 8, resolution: '1080p', generateAudio: false });
+    expect(fitVideoRequest(req(), 'm', { resolutions: ['1080p'], minDuration: 8, maxDuration: 12 }, []).job).toMatchObject({
+      duration: 8,
+      resolution: '1080p',
+      generateAudio: false,
+    });
     expect(fitVideoRequest(req(), 'm', {}, ['480p']).job.resolution).toBe('480p'); // only priced at 480p
     expect(fitVideoRequest(req({ generateAudio: false }), 'm', { audio: true }, []).job.generateAudio).toBe(false);
   });
@@ -36,7 +48,17 @@ describe('fitVideoRequest', () => {
       { firstFrame: true },
       [],
     );
-    expect(job).toEqual({ kind: 'video', mode: 'video-to-video', prompt: 'p', duration: 5, resolution: '720p', aspectRatio: '16:9', generateAudio: false, firstFrameUrl: I, referenceImageUrls: [] });
+    expect(job).toEqual({
+      kind: 'video',
+      mode: 'video-to-video',
+      prompt: 'p',
+      duration: 5,
+      resolution: '720p',
+      aspectRatio: '16:9',
+      generateAudio: false,
+      firstFrameUrl: I,
+      referenceImageUrls: [],
+    });
     expect(ignored).toEqual(['generate_audio', 'last_image_url', 'reference_image_urls', 'reference_video_url', 'seed']);
   });
 });

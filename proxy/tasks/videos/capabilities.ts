@@ -40,7 +40,9 @@ export function fitVideoRequest(req: VideoRequest, model: string, caps: VideoCap
   let duration: number;
   if (req.duration !== undefined) {
     if (req.duration < min || req.duration > max) {
-      throw new GatewayError('not_found', `duration ${req.duration} is not offered by model "${model}" in this group (it offers ${min} to ${max} seconds)`, { param: 'duration' });
+      throw new GatewayError('not_found', `duration ${req.duration} is not offered by model "${model}" in this group (it offers ${min} to ${max} seconds)`, {
+        param: 'duration',
+      });
     }
     duration = req.duration;
   } else duration = Math.min(max, Math.max(min, DEFAULT_DURATION));

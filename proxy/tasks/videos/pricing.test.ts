@@ -1,14 +1,23 @@
 import { describe, expect, it } from 'vitest';
 import { videoCharge, videoHold, videoUnitPrice } from './pricing.js';
 
-const prices = { perSecond: new Map([['480p', 50_000n], ['720p', 100_000n]]), audioPerSecond: 20_000n };
+const prices = {
+  perSecond: new Map([
+    ['480p', 50_000n],
+    ['720p', 100_000n],
+  ]),
+  audioPerSecond: 20_000n,
+};
 
 describe('video pricing', () => {
   it('prices a second by resolution, plus audio only when it is generated', () => {
     expect(videoUnitPrice(prices, { resolution: '720p', generateAudio: true })).toEqual({ perSecond: 100_000n, audioPerSecond: 20_000n });
     expect(videoUnitPrice(prices, { resolution: '480p', generateAudio: false })).toEqual({ perSecond: 50_000n, audioPerSecond: 0n });
     expect(videoUnitPrice(prices, { resolution: '1080p', generateAudio: true })).toEqual({ offered: ['480p', '720p'] });
-    expect(videoUnitPrice({ perSecond: new Map(), audioPerSecond: 0n }, { resolution: '1080p', generateAudio: true })).toEqual({ perSecond: 0n, audioPerSecond: 0n });
+    expect(videoUnitPrice({ perSecond: new Map(), audioPerSecond: 0n }, { resolution: '1080p', generateAudio: true })).toEqual({
+      perSecond: 0n,
+      audioPerSecond: 0n,
+    });
   });
 
   it('holds the asked duration and charges the actual one, pro rata, never more than held', () => {

@@ -9,7 +9,10 @@ import { mp4DurationProbe } from './mp4-probe.js';
  * overrides. A model without perSecond is free; with one, a resolution it does not list is not
  * offered.
  */
-export function videoUnitPrice(prices: Pick<Prices, 'perSecond' | 'audioPerSecond'>, job: Pick<VideoJob, 'resolution' | 'generateAudio'>): { perSecond: bigint; audioPerSecond: bigint } | { offered: string[] } {
+export function videoUnitPrice(
+  prices: Pick<Prices, 'perSecond' | 'audioPerSecond'>,
+  job: Pick<VideoJob, 'resolution' | 'generateAudio'>,
+): { perSecond: bigint; audioPerSecond: bigint } | { offered: string[] } {
   let perSecond = 0n;
   if (prices.perSecond.size > 0) {
     const v = prices.perSecond.get(job.resolution);
@@ -47,6 +50,12 @@ export const videoKind: TaskKindSpec = {
   },
   measure() {
     const probe = mp4DurationProbe();
-    return { tap: probe.tap, usage: (): Record<string, number> => { const s = probe.seconds(); return s === undefined ? {} : { seconds: s }; } };
+    return {
+      tap: probe.tap,
+      usage: (): Record<string, number> => {
+        const s = probe.seconds();
+        return s === undefined ? {} : { seconds: s };
+      },
+    };
   },
 };

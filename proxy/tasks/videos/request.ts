@@ -31,9 +31,20 @@ export const ALIASES = {
 } as const;
 type Aliased = keyof typeof ALIASES;
 
-const KNOWN = new Set(['model', 'prompt', 'resolution', 'aspect_ratio', 'duration', 'generate_audio', 'webhook_url', 'webhook_secret', ...Object.values(ALIASES).flat()]);
+const KNOWN = new Set([
+  'model',
+  'prompt',
+  'resolution',
+  'aspect_ratio',
+  'duration',
+  'generate_audio',
+  'webhook_url',
+  'webhook_secret',
+  ...Object.values(ALIASES).flat(),
+]);
 
-const required = (field: string, what: string) => (iss: { input?: unknown }) => (iss.input === undefined ? `${field} is required: ${what}` : `${field} must be a string`);
+const required = (field: string, what: string) => (iss: { input?: unknown }) =>
+  iss.input === undefined ? `${field} is required: ${what}` : `${field} must be a string`;
 
 const Schema = z.object({
   model: z.string({ error: required('model', 'a video model code of your group') }).min(1, 'model must be a non-empty string'),

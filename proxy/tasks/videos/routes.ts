@@ -42,7 +42,8 @@ async function submitVideo(ctx: RequestContext, rt: TasksRuntime, policy: UrlPol
     throw new GatewayError('not_implemented', `model "${req.model}" has no backend that runs video tasks`, { param: 'model' });
   }
   const unit = videoUnitPrice(entry.prices, job);
-  if ('offered' in unit) throw badRequest(`resolution ${job.resolution} is not offered for model "${req.model}" (offered: ${unit.offered.join(', ')})`, 'resolution');
+  if ('offered' in unit)
+    throw badRequest(`resolution ${job.resolution} is not offered for model "${req.model}" (offered: ${unit.offered.join(', ')})`, 'resolution');
   const holdMicro = videoHold(unit, job.duration);
 
   await submitTask(ctx, rt, {
@@ -64,7 +65,15 @@ async function submitVideo(ctx: RequestContext, rt: TasksRuntime, policy: UrlPol
         if (limit !== undefined) await rt.store.tx((q) => checkKeySpend(q, key.hash, holdMicro, limit));
       }
       try {
-        return await rt.engine.startUpstream({ taskId, model: req.model, kind: 'video', mode: job.mode, job, ignored, signal: AbortSignal.timeout(START_TIMEOUT_MS) });
+        return await rt.engine.startUpstream({
+          taskId,
+          model: req.model,
+          kind: 'video',
+          mode: job.mode,
+          job,
+          ignored,
+          signal: AbortSignal.timeout(START_TIMEOUT_MS),
+        });
       } catch (err) {
         if (!(err instanceof ProviderError)) throw err;
         if (CONTENT_POLICY.test(err.code)) throw badRequest(`the video was blocked by the upstream's safety policy (${err.code}): ${err.message}`, 'prompt');

@@ -67,7 +67,8 @@ export const openaiImages: TaskProvider<ImageJob> = {
 };
 
 function outcomeOf(r: ProviderResponse): ProviderOutcome {
-  const json = r.json as { data?: { b64_json?: string; url?: string }[]; output_format?: string; error?: { message?: string; code?: string | null; type?: string } } | undefined;
+  const json = r.json as
+    { data?: { b64_json?: string; url?: string }[]; output_format?: string; error?: { message?: string; code?: string | null; type?: string } } | undefined;
   if (r.status >= 400) {
     const e = json?.error;
     throw statusError(r, e?.message, e?.code ?? undefined);

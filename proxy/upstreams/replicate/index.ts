@@ -30,12 +30,22 @@ export const replicate: TaskProvider = {
   },
 
   async poll(upstreamId, data, ctx) {
-    const r = await callProvider(ctx.backend, { method: 'GET', path: `/predictions/${encodeURIComponent(upstreamId)}`, headers: auth(ctx), signal: ctx.signal });
+    const r = await callProvider(ctx.backend, {
+      method: 'GET',
+      path: `/predictions/${encodeURIComponent(upstreamId)}`,
+      headers: auth(ctx),
+      signal: ctx.signal,
+    });
     return outcomeOf(r, false, data?.kind === 'video' ? 'video' : 'image');
   },
 
   async cancel(upstreamId, _data, ctx) {
-    const r = await callProvider(ctx.backend, { method: 'POST', path: `/predictions/${encodeURIComponent(upstreamId)}/cancel`, headers: auth(ctx), signal: ctx.signal });
+    const r = await callProvider(ctx.backend, {
+      method: 'POST',
+      path: `/predictions/${encodeURIComponent(upstreamId)}/cancel`,
+      headers: auth(ctx),
+      signal: ctx.signal,
+    });
     if (r.status >= 400) throw statusError(r, errorText(r.json), undefined);
   },
 
@@ -115,11 +125,19 @@ function outcomeOf(r: ProviderResponse, created: boolean, kind: TaskJob['kind'])
       return { state: 'succeeded', outputs, usage: kind === 'video' ? time : { images: urls.length, ...time } };
     }
     case 'failed':
-      return { state: 'failed', code: 'upstream_failed', message: `the upstream prediction failed: ${typeof p.error === 'string' ? p.error : JSON.stringify(p.error ?? 'no reason given')}` };
+      return {
+        state: 'failed',
+        code: 'upstream_failed',
+        message: `the upstream prediction failed: ${typeof p.error === 'string' ? p.error : JSON.stringify(p.error ?? 'no reason given')}`,
+      };
     case 'canceled':
     case 'aborted':
       return { state: 'failed', code: 'upstream_cancelled', message: `the upstream prediction was ${p.status}` };
     default:
-      return { state: 'failed', code: 'upstream_invalid_response', message: `the upstream ${created ? 'created' : 'reported'} a prediction in an unknown state "${String(p.status)}"` };
+      return {
+        state: 'failed',
+        code: 'upstream_invalid_response',
+        message: `the upstream ${created ? 'created' : 'reported'} a prediction in an unknown state "${String(p.status)}"`,
+      };
   }
 }
