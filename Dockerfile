@@ -6,6 +6,7 @@ ENV NODE_ENV=production
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY bin ./bin
+COPY kernel ./kernel
 COPY api ./api
 COPY cli ./cli
 COPY operator ./operator

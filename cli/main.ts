@@ -1,10 +1,8 @@
 import { UsageError } from './args.js';
 
-export interface Command {
-  summary: string;
-  usage: string;
-  run(argv: string[]): Promise<number | void>;
-}
+import type { Command } from './command.js';
+
+export type { Command };
 
 // Each command is loaded only when called: `tollgate keys create` must not pay for the server.
 const COMMANDS: Record<string, () => Promise<{ command: Command }>> = {

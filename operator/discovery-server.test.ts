@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { discoveryService, type DiscoveryRequest, type DiscoveryResponse } from '../api/snapshot/discovery.js';
 import { compile, type GatewayConfig } from '../api/snapshot/index.js';
 import { DiscoveryServer } from './discovery-server.js';
-import type { Logger } from './log.js';
+import type { Logger } from '../kernel/log.js';
 
 /** The operator's side of ConfigDiscovery, driven by a raw gRPC client that can ACK, NACK and lie. */
 

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
 import { discoveryService, encodeSnapshot, type DiscoveryRequest, type DiscoveryResponse } from '../api/snapshot/discovery.js';
 import type { GatewayConfig } from '../api/snapshot/index.js';
-import type { Logger } from './log.js';
+import type { Logger } from '../kernel/log.js';
 
 export interface DiscoveryServerOptions {
   /** Bearer token proxies must present; undefined -> no auth (logged as a warning). */

@@ -1,5 +1,5 @@
 import { V1MicroTime, type CoordinationV1Api, type V1Lease } from '@kubernetes/client-node';
-import type { Logger } from './log.js';
+import type { Logger } from '../kernel/log.js';
 
 export interface LeaderOptions {
   namespace: string;

@@ -19,7 +19,7 @@ import { DiscoveryServer } from './discovery-server.js';
 import { eventBody, readyEventOf } from './events.js';
 import { mintApiKey, mintedSecret, mintedSecretName, ownedBy, SECRET_DATA_KEY } from './mint.js';
 import { LeaderElector, codeOf, errText } from './leader.js';
-import { createLogger, type Logger } from './log.js';
+import { createLogger, type Logger } from '../kernel/log.js';
 import { OperatorMetrics, serveMetrics } from './metrics.js';
 import { WorkQueue } from './queue.js';
 import { desiredReady, errorsByResource, nextStatus, readyChanged, refKey, type DesiredReady, type KubeObject } from './status.js';

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compile } from '../api/snapshot/index.js';
 import { StaticConfigSource } from '../proxy/config/folder-source.js';
-import { startGateway, type Gateway } from '../proxy/gateway.js';
-import { readJson } from '../proxy/server/body.js';
-import { createLogger } from '../proxy/server/log.js';
-import { sendJson } from '../proxy/server/render.js';
+import { startGateway, type Gateway } from '../proxy/front/gateway.js';
+import { readJson } from '../proxy/http/body.js';
+import { createLogger } from '../kernel/log.js';
+import { sendJson } from '../proxy/http/send.js';
 import { apiKey, chatRoute, group } from './support/resources.js';
 
 const KEY = 'sk-service-servertest';

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { compile } from '../api/snapshot/index.js';
 import { StaticConfigSource } from '../proxy/config/folder-source.js';
-import { startGateway } from '../proxy/gateway.js';
-import { createLogger } from '../proxy/server/log.js';
+import { startGateway } from '../proxy/front/gateway.js';
+import { createLogger } from '../kernel/log.js';
 import { apiKey, chatRoute, group } from './support/resources.js';
 
 describe('graceful shutdown', () => {

@@ -8,9 +8,9 @@ import { compile, type RawResource } from '../../api/snapshot/index.js';
 import { credit } from '../../proxy/billing/ledger.js';
 import type { Billing } from '../../proxy/billing/types.js';
 import { StaticConfigSource } from '../../proxy/config/folder-source.js';
-import { defaultBilling, defaultFeatures } from '../../proxy/features.js';
-import { startGateway } from '../../proxy/gateway.js';
-import { createLogger } from '../../proxy/server/log.js';
+import { defaultBilling, defaultFeatures } from '../../proxy/front/features.js';
+import { startGateway } from '../../proxy/front/gateway.js';
+import { createLogger } from '../../kernel/log.js';
 import { startSimulator } from '../../simulator/index.js';
 import { BENCH_KEY_HASH } from './config.js';
 

@@ -2,7 +2,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { crdFiles } from '../../api/v1alpha1/crd.js';
 import { parseFlags } from '../args.js';
-import type { Command } from '../main.js';
+import type { Command } from '../command.js';
 
 export const command: Command = {
   summary: 'print or write the CustomResourceDefinitions',

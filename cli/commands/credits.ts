@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { parseFlags, UsageError } from '../args.js';
-import type { Command } from '../main.js';
+import type { Command } from '../command.js';
 
 const DEFAULT_ADMIN_URL = 'http://127.0.0.1:9090';
 const QUICKSTART_TOKEN = 'quickstart-admin';

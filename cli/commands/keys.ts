@@ -3,7 +3,7 @@ import { stringify } from 'yaml';
 import { KEY_PREFIX } from '../../api/v1alpha1/apikey.js';
 import { hashKey } from '../../proxy/auth/keys.js';
 import { parseFlags, UsageError } from '../args.js';
-import type { Command } from '../main.js';
+import type { Command } from '../command.js';
 
 /** sk-service- + 32 random bytes in base64url (43 characters). */
 export function mintKey(): string {

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { parseFlags, portFlag, UsageError, wholeFlag } from '../args.js';
-import type { Command } from '../main.js';
+import type { Command } from '../command.js';
 import { untilSignal } from '../signals.js';
 
 export const command: Command = {
@@ -58,7 +58,7 @@ The token proxies must present is TOLLGATE_DISCOVERY_TOKEN (unset: any client is
     // Loaded only here: the Kubernetes client is the operator's alone.
     const { KubeConfig } = await import('@kubernetes/client-node');
     const { Operator } = await import('../../operator/operator.js');
-    const { createLogger } = await import('../../operator/log.js');
+    const { createLogger } = await import('../../kernel/log.js');
     const kubeConfig = new KubeConfig();
     if (values['kube-server']) {
       kubeConfig.loadFromOptions({

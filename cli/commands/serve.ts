@@ -1,11 +1,11 @@
 import { fileURLToPath } from 'node:url';
 import { FolderConfigSource } from '../../proxy/config/folder-source.js';
 import type { ConfigSource } from '../../proxy/config/source.js';
-import { defaultBilling, defaultFeatures, afterStart } from '../../proxy/features.js';
-import { startGateway } from '../../proxy/gateway.js';
-import { createLogger, type Logger } from '../../proxy/server/log.js';
+import { defaultBilling, defaultFeatures, afterStart } from '../../proxy/front/features.js';
+import { startGateway } from '../../proxy/front/gateway.js';
+import { createLogger, type Logger } from '../../kernel/log.js';
 import { parseFlags, portFlag, UsageError, wholeFlag } from '../args.js';
-import type { Command } from '../main.js';
+import type { Command } from '../command.js';
 import { untilSignal } from '../signals.js';
 
 const QUICKSTART_DIR = fileURLToPath(new URL('../../examples/quickstart/', import.meta.url));

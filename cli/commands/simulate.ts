@@ -1,6 +1,6 @@
 import { startSimulator } from '../../simulator/index.js';
 import { parseFlags, portFlag, UsageError, wholeFlag } from '../args.js';
-import type { Command } from '../main.js';
+import type { Command } from '../command.js';
 import { untilSignal } from '../signals.js';
 
 export const command: Command = {

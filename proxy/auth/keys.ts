@@ -1,9 +1,21 @@
 import { createHash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import { KEY_PREFIX } from '../../api/v1alpha1/apikey.js';
-import type { RuntimeConfig } from '../config/runtime.js';
-import { GatewayError } from '../server/errors.js';
-import type { AuthedKey } from '../server/types.js';
+import { KEY_PREFIX } from '../../api/snapshot/index.js';
+import type { CompiledKey } from '../../api/snapshot/index.js';
+import type { RuntimeConfig, RuntimeGroup } from '../config/runtime.js';
+import { GatewayError } from '../../kernel/errors.js';
+
+/** The caller, once its key is verified. */
+export interface AuthedKey {
+  /** Lowercase hex sha256 of the key: the key's identity in usage rows and task ownership. */
+  hash: string;
+  record: CompiledKey;
+  /** The ApiKey resource name: what logs and usage show. */
+  name: string;
+  account: string;
+  group: RuntimeGroup;
+  spendLimitMicro?: bigint;
+}
 
 export function hashKey(key: string): string {
   return createHash('sha256').update(key).digest('hex');

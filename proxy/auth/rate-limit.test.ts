@@ -1,7 +1,8 @@
+import { httpStatus } from '../front/render.js';
 import { Redis } from 'ioredis';
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { GatewayError } from '../server/errors.js';
+import { GatewayError } from '../../kernel/errors.js';
 import { MemoryCounter, RateLimiter, RedisCounter, type WindowCounter } from './rate-limit.js';
 
 const counters: [string, () => WindowCounter][] = [['memory', () => new MemoryCounter()]];
@@ -16,7 +17,7 @@ for (const [name, make] of counters) {
         for (let i = 0; i < 3; i++) (await limiter.admit(key, { requestsPerMinute: 3 }))();
         const err = await limiter.admit(key, { requestsPerMinute: 3 }).catch((e: unknown) => e);
         expect(err).toBeInstanceOf(GatewayError);
-        expect((err as GatewayError).status).toBe(429);
+        expect(httpStatus(err as GatewayError)).toBe(429);
         expect((err as GatewayError).opts.retryAfterSeconds).toBeGreaterThan(0);
         // another key has its own window
         (await limiter.admit(`${key}x`, { requestsPerMinute: 3 }))();

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { GatewayError } from '../server/errors.js';
+import { GatewayError } from '../../kernel/errors.js';
 
 export interface Limits {
   requestsPerMinute?: number;

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { GatewayError } from '../server/errors.js';
+import { GatewayError } from '../../kernel/errors.js';
 import type { Registry } from 'prom-client';
-import type { Logger } from '../server/log.js';
+import type { Logger } from '../../kernel/log.js';
 import type { Queryable, Store } from '../store/index.js';
 import { commitRecord, writeCommitLines } from './commit.js';
 import { BillingJournal, LOCK_STALE_MS, type JournalSegment } from './journal.js';

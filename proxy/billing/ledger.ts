@@ -1,6 +1,6 @@
 import type { Queryable } from '../store/index.js';
 import { fromMicro } from '../../api/snapshot/money.js';
-import { GatewayError } from '../server/errors.js';
+import { GatewayError } from '../../kernel/errors.js';
 
 /**
  * The credit ledger's primitives. Each runs inside the caller's transaction (so a task can move

@@ -1,19 +1,8 @@
 import type { Prices } from '../config/runtime.js';
+import type { ChatProtocol } from '../ir/protocol.js';
+import type { Usage } from '../ir/usage.js';
 
-/**
- * Token usage as the upstream reported it (or as estimated). inputTokens counts every input
- * token including cached ones; cachedInputTokens is the cache-read part of it.
- */
-export interface Usage {
-  inputTokens: number;
-  cachedInputTokens: number;
-  cacheWriteTokens: number;
-  outputTokens: number;
-  /** Part of outputTokens spent on reasoning (already included in outputTokens). */
-  reasoningTokens: number;
-}
-
-export type ChatProtocol = 'chat-completions' | 'responses' | 'messages';
+export type { ChatProtocol, Usage };
 
 export interface ChatQuote {
   requestId: string;

@@ -1,5 +1,5 @@
 import { fromMicro } from '../../api/snapshot/money.js';
-import { badRequest } from '../server/errors.js';
+import { badRequest } from '../../kernel/errors.js';
 import type { Queryable } from '../store/index.js';
 
 /** Filters of a usage listing, parsed from a query string. */

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { RuntimeGroup } from '../config/runtime.js';
-import type { ChatProtocol } from '../billing/types.js';
-import { GatewayError } from '../server/errors.js';
+import type { ChatProtocol } from '../ir/protocol.js';
+import { GatewayError } from '../../kernel/errors.js';
 import { detectClaudeCode } from '../auth/claude-code.js';
 
 /** What a chat-feature request does, for the client policy. */

@@ -1,10 +1,10 @@
 import { estimateTokens } from '../ir/usage.js';
 import { CountTokensRequest } from '../protocols/messages/index.js';
 import { parseWire } from '../protocols/validate.js';
-import { readJson } from '../server/body.js';
-import { GatewayError } from '../server/errors.js';
-import { sendJson } from '../server/render.js';
-import type { RequestContext } from '../server/types.js';
+import { readJson } from '../http/body.js';
+import { GatewayError } from '../../kernel/errors.js';
+import { sendJson } from '../http/send.js';
+import type { RequestContext } from '../http/context.js';
 import { callUpstream, chatProvider, coolDown, cooldownMs, orderBackends, responseHeaders, type UpstreamError } from '../upstreams/index.js';
 import { checkClient } from './client-policy.js';
 import { upstreamRequest } from './upstream-request.js';

@@ -1,5 +1,5 @@
 import { PROTOCOLS } from '../protocols/index.js';
-import type { Feature, GatewayDeps } from '../server/deps.js';
+import type { Feature, GatewayDeps } from '../http/deps.js';
 import { handleCountTokens } from './count-tokens.js';
 import { handleChat } from './handler.js';
 import { getModel, listModels, modelsShape } from './models.js';

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
-import { GatewayError } from '../server/errors.js';
-import { sendJson } from '../server/render.js';
-import type { RequestContext } from '../server/types.js';
+import { GatewayError } from '../../kernel/errors.js';
+import { sendJson } from '../http/send.js';
+import type { RequestContext } from '../http/context.js';
 import { checkClient } from './client-policy.js';
 
 /** Anthropic's shape when the client speaks it (anthropic-version present), else OpenAI's. */

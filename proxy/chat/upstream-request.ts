@@ -1,4 +1,4 @@
-import type { RequestContext } from '../server/types.js';
+import type { RequestContext } from '../http/context.js';
 import { commonHeaders, credentialOf, type Operation, type Provider } from '../upstreams/index.js';
 import type { CompiledBackend } from '../upstreams/types.js';
 import { rewriteBody } from './body.js';

@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createLogger } from '../server/log.js';
+import { createLogger } from '../../kernel/log.js';
 import { FolderConfigSource, loadManifests } from './folder-source.js';
 
 const MODEL = `apiVersion: tollgate.dev/v1alpha1

@@ -3,7 +3,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { compile, formatCompileError, type CompileError, type GatewayConfig, type RawResource } from '../../api/snapshot/index.js';
-import type { Logger } from '../server/log.js';
+import type { Logger } from '../../kernel/log.js';
 import { Listeners } from './listeners.js';
 import type { ConfigSource } from './source.js';
 

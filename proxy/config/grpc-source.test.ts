@@ -7,7 +7,7 @@ import * as grpc from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { compile, type GatewayConfig } from '../../api/snapshot/index.js';
 import { discoveryService, encodeSnapshot, type DiscoveryRequest, type DiscoveryResponse } from '../../api/snapshot/discovery.js';
-import type { Logger } from '../server/log.js';
+import type { Logger } from '../../kernel/log.js';
 import { backoffDelay, GrpcConfigSource, parseDiscoveryUrl } from './grpc-source.js';
 
 /**

@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import * as grpc from '@grpc/grpc-js';
 import { decodeSnapshot, discoveryService, type DiscoveryRequest, type DiscoveryResponse } from '../../api/snapshot/discovery.js';
 import type { GatewayConfig } from '../../api/snapshot/index.js';
-import type { Logger } from '../server/log.js';
+import type { Logger } from '../../kernel/log.js';
 import { Listeners } from './listeners.js';
 import { RuntimeConfig } from './runtime.js';
 import type { ConfigSource } from './source.js';

@@ -1,11 +1,16 @@
-import type { Usage } from '../billing/types.js';
-
 /**
- * Token usage in neutral form (the billing engine's Usage): inputTokens counts every input token
- * including cache reads and cache writes; cachedInputTokens is the cache-read part,
- * cacheWriteTokens the cache-write part; reasoningTokens is part of outputTokens.
+ * Token usage in neutral form, as the upstream reported it (or as estimated): inputTokens counts
+ * every input token including cache reads and cache writes; cachedInputTokens is the cache-read
+ * part, cacheWriteTokens the cache-write part; reasoningTokens is part of outputTokens.
  */
-export type { Usage };
+export interface Usage {
+  inputTokens: number;
+  cachedInputTokens: number;
+  cacheWriteTokens: number;
+  outputTokens: number;
+  /** Part of outputTokens spent on reasoning (already included in outputTokens). */
+  reasoningTokens: number;
+}
 
 export type UsageSource = 'reported' | 'estimated';
 

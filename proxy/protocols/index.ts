@@ -1,4 +1,4 @@
-import type { ChatProtocol } from '../billing/types.js';
+import type { ChatProtocol } from '../ir/protocol.js';
 import { chatCompletions } from './chat-completions/index.js';
 import { messages } from './messages/index.js';
 import { responses } from './responses/index.js';

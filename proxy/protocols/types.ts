@@ -1,6 +1,6 @@
-import type { ChatProtocol } from '../billing/types.js';
+import type { ChatProtocol } from '../ir/protocol.js';
 import type { Usage } from '../ir/usage.js';
-import type { ErrorShape } from '../server/render.js';
+import type { ErrorShape } from '../ir/protocol.js';
 
 export type { ChatProtocol };
 

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { GatewayError } from '../server/errors.js';
+import { GatewayError } from '../../kernel/errors.js';
 
 /** zod parse -> a 400 that names the first offending field. */
 export function parseWire<T>(schema: z.ZodType<T>, body: unknown, what: string): T {

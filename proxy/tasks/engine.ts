@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import type { CompiledBackend } from '../../api/snapshot/index.js';
 import { capture, release } from '../billing/ledger.js';
 import type { RuntimeConfig } from '../config/runtime.js';
-import type { Logger } from '../server/log.js';
+import type { Logger } from '../../kernel/log.js';
 import type { Store } from '../store/index.js';
 import { credentialOf } from '../upstreams/credentials.js';
 import { coolDown, cooldownMs, orderBackends } from '../upstreams/select.js';
@@ -17,8 +17,8 @@ import {
   type ProviderOutput,
   type TaskJob,
   type TaskProvider,
-} from './provider.js';
-import { taskProvider } from './providers.js';
+} from '../upstreams/task-provider.js';
+import { taskProvider } from '../upstreams/index.js';
 import type { TaskSettings } from './settings.js';
 import { contentTypeOf, extensionOf, sniff, type ResultStorage } from './storage/index.js';
 import { markTerminal, renewLease, reschedule, setUpstream, getTask, type Terminal } from './store.js';

@@ -1,5 +1,5 @@
-import { badRequest } from '../server/errors.js';
-import { checkUrlSyntax, type UrlPolicy } from '../webhooks/guard.js';
+import { badRequest } from '../../kernel/errors.js';
+import { checkUrlSyntax, type UrlPolicy } from '../net/url-guard.js';
 
 /**
  * Request-field rules every task kind shares (pure): aliases, media URLs and the webhook pair.

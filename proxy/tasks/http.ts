@@ -1,12 +1,12 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { holdForKey } from '../billing/ledger.js';
-import { badRequest, GatewayError } from '../server/errors.js';
-import { sendJson } from '../server/render.js';
-import type { RequestContext } from '../server/types.js';
+import { badRequest, GatewayError } from '../../kernel/errors.js';
+import { sendJson } from '../http/send.js';
+import type { RequestContext } from '../http/context.js';
 import type { Queryable, Store } from '../store/index.js';
 import type { AdmissionQueue } from './admission.js';
 import type { TaskEngine, UpstreamStart } from './engine.js';
-import type { TaskJob } from './provider.js';
+import type { TaskJob } from '../upstreams/task-provider.js';
 import type { TaskSettings } from './settings.js';
 import { findByIdempotencyKey, getTask, insertTask } from './store.js';
 import { isActive, type TaskKind, type TaskKindSpec, type TaskRow } from './types.js';

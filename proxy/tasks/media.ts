@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { Agent } from 'undici';
 import { USER_AGENT } from '../upstreams/headers.js';
-import { assertUrlAllowed, guardedLookup, refusedCause, type UrlPolicy } from '../webhooks/guard.js';
-import { ProviderError, type LocalMedia } from './provider.js';
+import { assertUrlAllowed, guardedLookup, refusedCause, type UrlPolicy } from '../net/url-guard.js';
+import { ProviderError, type LocalMedia } from '../upstreams/task-provider.js';
 import { spoolToFile } from './storage/spool.js';
 import { extensionOf, ResultTooLargeError, sniff } from './storage/types.js';
 

@@ -1,8 +1,10 @@
 import type { Transform } from 'node:stream';
 import type { ProviderName } from '../../api/snapshot/index.js';
 
+import type { TaskKind } from '../upstreams/task-provider.js';
+
 /** The task engine's own vocabulary, shared by image and video tasks. */
-export type TaskKind = 'image' | 'video';
+export type { TaskKind };
 export type TaskStatus = 'queued' | 'processing' | 'succeeded' | 'failed' | 'cancelled';
 export const ACTIVE_STATUSES: readonly TaskStatus[] = ['queued', 'processing'];
 export const isActive = (s: TaskStatus) => s === 'queued' || s === 'processing';

@@ -1,4 +1,4 @@
-import type { Logger } from '../server/log.js';
+import type { Logger } from '../../kernel/log.js';
 import type { Store } from '../store/index.js';
 import { WorkerLoop } from '../webhooks/loop.js';
 import type { TaskEngine } from './engine.js';

@@ -1,19 +1,4 @@
-import type { ProviderName } from '../../api/snapshot/index.js';
-import { anthropic } from './anthropic/index.js';
-import { openaiCompatible } from './openai-compatible/index.js';
-import { openai } from './openai/index.js';
-import type { Provider } from './types.js';
-
-/** Chat providers by name. Providers without chat endpoints (replicate, ...) are absent. */
-const CHAT_PROVIDERS: Partial<Record<ProviderName, Provider>> = {
-  openai,
-  anthropic,
-  'openai-compatible': openaiCompatible,
-};
-
-export function chatProvider(name: ProviderName): Provider | undefined {
-  return CHAT_PROVIDERS[name];
-}
+export { chatProvider, taskProvider, type ProviderEntry } from './registry.js';
 
 export { credentialOf } from './credentials.js';
 export { callUpstream, classify, closeUpstreamAgent, UpstreamError } from './http.js';

@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { CompiledBackend } from '../../api/snapshot/index.js';
-import type { ChatProtocol } from '../billing/types.js';
+import type { ChatProtocol } from '../ir/protocol.js';
 
 export type { ChatProtocol, CompiledBackend };
 

@@ -1,4 +1,4 @@
-import type { Logger } from '../server/log.js';
+import type { Logger } from '../../kernel/log.js';
 
 export interface LoopOptions<T> {
   name: string;

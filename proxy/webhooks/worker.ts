@@ -1,9 +1,9 @@
 import { Agent } from 'undici';
 import type { Counter } from 'prom-client';
-import type { Logger } from '../server/log.js';
+import type { Logger } from '../../kernel/log.js';
 import type { Store } from '../store/index.js';
 import { USER_AGENT } from '../upstreams/headers.js';
-import { assertUrlAllowed, guardedLookup, refusedCause, UrlRefusedError, type UrlPolicy } from './guard.js';
+import { assertUrlAllowed, guardedLookup, refusedCause, UrlRefusedError, type UrlPolicy } from '../net/url-guard.js';
 import { WorkerLoop } from './loop.js';
 import { claimDeliveries, recordAttempt, releaseDeliveryLeases, type AttemptRecord, type Delivery } from './outbox.js';
 import { retryDelayMs } from './schedule.js';

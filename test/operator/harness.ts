@@ -17,8 +17,8 @@ import { KIND_INFO, type Kind } from '../../api/v1alpha1/index.js';
 import { Operator, type OperatorOptions } from '../../operator/operator.js';
 import { credit } from '../../proxy/billing/ledger.js';
 import { GrpcConfigSource } from '../../proxy/config/grpc-source.js';
-import { defaultBilling, defaultFeatures } from '../../proxy/features.js';
-import { startGateway, type Gateway } from '../../proxy/gateway.js';
+import { defaultBilling, defaultFeatures } from '../../proxy/front/features.js';
+import { startGateway, type Gateway } from '../../proxy/front/gateway.js';
 import { startSimulator, type Simulator } from '../../simulator/index.js';
 import { startKubeApi, type KubeApi } from '../kube-api/server.js';
 

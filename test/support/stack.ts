@@ -2,9 +2,9 @@ import { compile, type RawResource } from '../../api/snapshot/index.js';
 import { MICRO } from '../../api/snapshot/money.js';
 import { credit } from '../../proxy/billing/ledger.js';
 import { StaticConfigSource } from '../../proxy/config/folder-source.js';
-import { defaultBilling, defaultFeatures } from '../../proxy/features.js';
-import { startGateway, type Gateway, type StartOptions } from '../../proxy/gateway.js';
-import { createLogger } from '../../proxy/server/log.js';
+import { defaultBilling, defaultFeatures } from '../../proxy/front/features.js';
+import { startGateway, type Gateway, type StartOptions } from '../../proxy/front/gateway.js';
+import { createLogger } from '../../kernel/log.js';
 import { startSimulator, type Simulator } from '../../simulator/index.js';
 
 export interface Stack {

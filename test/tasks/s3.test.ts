@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Gateway } from '../../proxy/gateway.js';
+import type { Gateway } from '../../proxy/front/gateway.js';
 import type { Store } from '../../proxy/store/index.js';
 import { startSimulator, type Simulator } from '../../simulator/index.js';
 import { disposeStore, storeCases } from '../support/stores.js';

@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { accountState } from '../../proxy/billing/ledger.js';
 import { loadManifests } from '../../proxy/config/folder-source.js';
-import type { Gateway } from '../../proxy/gateway.js';
+import type { Gateway } from '../../proxy/front/gateway.js';
 import type { Store } from '../../proxy/store/index.js';
 import { startSimulator, type Simulator } from '../../simulator/index.js';
 import { disposeStore, openPglite } from '../support/stores.js';

@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Gateway } from '../../proxy/gateway.js';
-import { createLogger } from '../../proxy/server/log.js';
+import type { Gateway } from '../../proxy/front/gateway.js';
+import { createLogger } from '../../kernel/log.js';
 import type { Store } from '../../proxy/store/index.js';
 import { enqueueDelivery } from '../../proxy/webhooks/outbox.js';
 import { signBody } from '../../proxy/webhooks/signing.js';

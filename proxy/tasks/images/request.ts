@@ -1,7 +1,7 @@
-import { badRequest } from '../../server/errors.js';
-import type { UrlPolicy } from '../../webhooks/guard.js';
+import { badRequest } from '../../../kernel/errors.js';
+import type { UrlPolicy } from '../../net/url-guard.js';
 import { mediaUrl as url, parseWebhook, pick, type Picked } from '../fields.js';
-import type { ImageJob } from '../provider.js';
+import type { ImageJob } from '../../upstreams/task-provider.js';
 import { parseTier, resolveSize, type Tier } from './size.js';
 
 /**

@@ -1,9 +1,9 @@
-import type { UrlPolicy } from '../../webhooks/guard.js';
-import { readJson } from '../../server/body.js';
-import { badRequest, GatewayError } from '../../server/errors.js';
-import type { RequestContext, Route } from '../../server/types.js';
+import type { UrlPolicy } from '../../net/url-guard.js';
+import { readJson } from '../../http/body.js';
+import { badRequest, GatewayError } from '../../../kernel/errors.js';
+import type { RequestContext, Route } from '../../http/context.js';
 import { cancelTaskHandler, getTaskHandler, submitTask, type TasksRuntime } from '../http.js';
-import { taskProvider } from '../providers.js';
+import { taskProvider } from '../../upstreams/index.js';
 import { imageKind, imageUnitPrice } from './pricing.js';
 import { ENDPOINT, parseImageRequest, type ImageMode } from './request.js';
 

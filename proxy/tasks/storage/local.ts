@@ -4,8 +4,8 @@ import { mkdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { GatewayError } from '../../server/errors.js';
-import type { RequestContext, Route } from '../../server/types.js';
+import { GatewayError } from '../../../kernel/errors.js';
+import type { RequestContext, Route } from '../../http/context.js';
 import { spoolToFile } from './spool.js';
 import { contentTypeOf, KEY_RE, type ResultStorage } from './types.js';
 

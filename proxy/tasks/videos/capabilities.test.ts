@@ -1,5 +1,6 @@
+import { httpStatus } from '../../front/render.js';
 import { describe, expect, it } from 'vitest';
-import { GatewayError } from '../../server/errors.js';
+import { GatewayError } from '../../../kernel/errors.js';
 import { fitVideoRequest } from './capabilities.js';
 import type { VideoRequest } from './request.js';
 
@@ -17,7 +18,7 @@ const status = (f: () => unknown) => {
   try {
     f();
   } catch (err) {
-    return [(err as GatewayError).status, (err as GatewayError).opts.param];
+    return [httpStatus(err as GatewayError), (err as GatewayError).opts.param];
   }
   return undefined;
 };

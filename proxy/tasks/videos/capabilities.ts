@@ -1,5 +1,5 @@
-import { badRequest, GatewayError } from '../../server/errors.js';
-import type { VideoJob } from '../provider.js';
+import { badRequest, GatewayError } from '../../../kernel/errors.js';
+import type { VideoJob } from '../../upstreams/task-provider.js';
 import { DEFAULT_DURATION, DEFAULT_RESOLUTION, MIN_DURATION, type VideoRequest } from './request.js';
 
 /** ModelRoute capabilities of a video model. An input the model does not declare is not taken. */

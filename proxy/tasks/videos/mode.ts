@@ -1,4 +1,4 @@
-import type { VideoJob } from '../provider.js';
+import type { VideoJob } from '../../upstreams/task-provider.js';
 
 export type VideoMode = VideoJob['mode'];
 

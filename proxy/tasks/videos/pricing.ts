@@ -1,5 +1,5 @@
 import type { Prices } from '../../config/runtime.js';
-import type { VideoJob } from '../provider.js';
+import type { VideoJob } from '../../upstreams/task-provider.js';
 import type { TaskKindSpec } from '../types.js';
 import { mp4DurationProbe } from './mp4-probe.js';
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { badRequest } from '../../server/errors.js';
-import type { UrlPolicy } from '../../webhooks/guard.js';
+import { badRequest } from '../../../kernel/errors.js';
+import type { UrlPolicy } from '../../net/url-guard.js';
 import { mediaUrl, parseWebhook, pick } from '../fields.js';
 import { reduceRatio } from '../images/size.js';
 import { detectVideoMode, type VideoMode } from './mode.js';

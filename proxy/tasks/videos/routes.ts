@@ -1,11 +1,11 @@
 import { accountState, checkKeySpend, InsufficientCreditsError } from '../../billing/ledger.js';
-import { readJson } from '../../server/body.js';
-import { badRequest, GatewayError } from '../../server/errors.js';
-import type { RequestContext, Route } from '../../server/types.js';
-import type { UrlPolicy } from '../../webhooks/guard.js';
+import { readJson } from '../../http/body.js';
+import { badRequest, GatewayError } from '../../../kernel/errors.js';
+import type { RequestContext, Route } from '../../http/context.js';
+import type { UrlPolicy } from '../../net/url-guard.js';
 import { cancelTaskHandler, getTaskHandler, submitTask, type TasksRuntime } from '../http.js';
-import { ProviderError } from '../provider.js';
-import { taskProvider } from '../providers.js';
+import { ProviderError } from '../../upstreams/task-provider.js';
+import { taskProvider } from '../../upstreams/index.js';
 import { fitVideoRequest, type VideoCapabilities } from './capabilities.js';
 import { videoHold, videoKind, videoUnitPrice } from './pricing.js';
 import { parseVideoRequest, VIDEO_ENDPOINT } from './request.js';

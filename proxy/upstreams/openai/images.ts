@@ -1,6 +1,6 @@
-import type { ImageJob, LocalMedia, ProviderOutcome, ProviderOutput, TaskProvider } from '../../tasks/provider.js';
-import { ProviderError } from '../../tasks/provider.js';
-import { callProvider, openUrl, statusError, type ProviderResponse } from '../../tasks/provider-http.js';
+import type { ImageJob, LocalMedia, ProviderOutcome, ProviderOutput, TaskProvider } from '../task-provider.js';
+import { ProviderError } from '../task-provider.js';
+import { callProvider, openUrl, statusError, type ProviderResponse } from '../task-http.js';
 import { multipartBody, type Part } from './multipart.js';
 
 /**

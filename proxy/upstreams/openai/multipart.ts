@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { Readable } from 'node:stream';
-import type { LocalMedia } from '../../tasks/provider.js';
+import type { LocalMedia } from '../task-provider.js';
 
 export type Part = { name: string; value: string } | { name: string; file: LocalMedia };
 

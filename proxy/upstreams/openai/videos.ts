@@ -1,5 +1,5 @@
-import type { ProviderContext, ProviderOutcome, TaskProvider, VideoJob } from '../../tasks/provider.js';
-import { callProvider, openUrl, statusError, type ProviderResponse } from '../../tasks/provider-http.js';
+import type { ProviderContext, ProviderOutcome, TaskProvider, VideoJob } from '../task-provider.js';
+import { callProvider, openUrl, statusError, type ProviderResponse } from '../task-http.js';
 
 /**
  * OpenAI's videos API (https://platform.openai.com/docs/api-reference/videos), asynchronous:

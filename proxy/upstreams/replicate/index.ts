@@ -1,6 +1,6 @@
 import type { CompiledBackend } from '../../../api/snapshot/index.js';
-import type { ImageJob, ProviderContext, ProviderOutcome, ProviderOutput, TaskJob, TaskProvider, VideoJob } from '../../tasks/provider.js';
-import { callProvider, openUrl, statusError, type ProviderResponse } from '../../tasks/provider-http.js';
+import type { ImageJob, ProviderContext, ProviderOutcome, ProviderOutput, TaskJob, TaskProvider, VideoJob } from '../task-provider.js';
+import { callProvider, openUrl, statusError, type ProviderResponse } from '../task-http.js';
 
 /**
  * Replicate's predictions API (https://api.replicate.com/v1): create, poll, cancel. The

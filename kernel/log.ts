@@ -1,4 +1,7 @@
-/** One JSON object per line on stderr. Callers pass names and ids, never keys or credentials. */
+/**
+ * One JSON object per line on stderr, shared by the proxy, the operator and the CLI. Callers pass
+ * names and ids, never keys, secret values or credentials.
+ */
 export interface Logger {
   info(msg: string, fields?: Record<string, unknown>): void;
   warn(msg: string, fields?: Record<string, unknown>): void;
@@ -6,10 +9,9 @@ export interface Logger {
   child(fields: Record<string, unknown>): Logger;
 }
 
-export function createLogger(
-  base: Record<string, unknown> = {},
-  level: 'info' | 'warn' | 'error' | 'silent' = (process.env.TOLLGATE_LOG_LEVEL as 'info') ?? 'info',
-): Logger {
+export type LogLevel = 'info' | 'warn' | 'error' | 'silent';
+
+export function createLogger(base: Record<string, unknown> = {}, level: LogLevel = 'info'): Logger {
   const rank = { info: 0, warn: 1, error: 2, silent: 3 }[level] ?? 0;
   const write = (lvl: string, r: number, msg: string, fields?: Record<string, unknown>) => {
     if (r < rank) return;

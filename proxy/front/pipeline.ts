@@ -4,11 +4,11 @@ import { authenticate } from '../auth/keys.js';
 import type { RateLimiter } from '../auth/rate-limit.js';
 import type { RuntimeConfig } from '../config/runtime.js';
 import type { GatewayMetrics } from '../metrics/index.js';
-import { GatewayError } from './errors.js';
-import type { Logger } from './log.js';
+import { GatewayError } from '../../kernel/errors.js';
+import type { Logger } from '../../kernel/log.js';
 import { sendError, type ErrorShape } from './render.js';
 import { Router } from './router.js';
-import type { RequestContext, Route } from './types.js';
+import type { RequestContext, Route } from '../http/context.js';
 
 export interface HandlerOptions {
   routes: Route[];

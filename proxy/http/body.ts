@@ -1,5 +1,5 @@
-import { GatewayError } from './errors.js';
-import type { RequestContext } from './types.js';
+import { GatewayError } from '../../kernel/errors.js';
+import type { RequestContext } from './context.js';
 
 /** Default 32 MiB: coding agents send 100 KB+ bodies routinely, images as data URLs more. */
 export const DEFAULT_BODY_LIMIT = 32 * 1024 * 1024;

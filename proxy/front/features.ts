@@ -1,12 +1,12 @@
-import { MICRO } from '../api/snapshot/money.js';
-import { billingFeature } from './billing/feature.js';
-import { meteredBilling } from './billing/engine.js';
-import { credit } from './billing/ledger.js';
-import { chatFeature } from './chat/feature.js';
-import { tasksFeature } from './tasks/feature.js';
+import { MICRO } from '../../api/snapshot/money.js';
+import { billingFeature } from '../admin/billing.js';
+import { meteredBilling } from '../billing/engine.js';
+import { credit } from '../billing/ledger.js';
+import { chatFeature } from '../chat/feature.js';
+import { tasksFeature } from '../tasks/feature.js';
 import type { FeatureFactory, Gateway } from './gateway.js';
-import type { Billing } from './billing/types.js';
-import type { GatewayDeps } from './server/deps.js';
+import type { Billing } from '../billing/types.js';
+import type { GatewayDeps } from '../http/deps.js';
 
 /**
  * What `tollgate serve` mounts. Each feature is a folder that contributes routes (and, later,

@@ -1,13 +1,15 @@
 import type { Readable } from 'node:stream';
 import type { CompiledBackend } from '../../api/snapshot/index.js';
-import type { Logger } from '../server/log.js';
-import type { TaskKind } from './types.js';
+import type { Logger } from '../../kernel/log.js';
 
 /**
  * The neutral boundary between the task engine and the upstream adapters under
  * proxy/upstreams/: a job in, outcomes out. The engine never sees a provider's wire format and
  * the adapters never see the ledger or the task table.
  */
+
+/** What a task makes. */
+export type TaskKind = 'image' | 'video';
 
 /** A text-to-image, edit or inpaint request, normalised (see images/request.ts). */
 export interface ImageJob {

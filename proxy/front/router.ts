@@ -1,4 +1,4 @@
-import type { Route } from './types.js';
+import type { Route } from '../http/context.js';
 
 interface Pattern {
   route: Route;

@@ -1,20 +1,20 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { GatewayConfig } from '../api/snapshot/index.js';
+import type { GatewayConfig } from '../../api/snapshot/index.js';
 import { Redis } from 'ioredis';
-import { MemoryCounter, RateLimiter, RedisCounter } from './auth/rate-limit.js';
-import type { Billing } from './billing/types.js';
-import { RuntimeConfig } from './config/runtime.js';
-import type { ConfigSource } from './config/source.js';
-import { createMetrics } from './metrics/index.js';
-import { setBodyLimit } from './server/body.js';
-import type { Feature, GatewayDeps, GatewayOptions } from './server/deps.js';
-import { createHandler } from './server/http.js';
-import { createLogger, type Logger } from './server/log.js';
-import { sendJson } from './server/render.js';
-import type { Route } from './server/types.js';
-import { openStore, type Store } from './store/index.js';
+import { MemoryCounter, RateLimiter, RedisCounter } from '../auth/rate-limit.js';
+import type { Billing } from '../billing/types.js';
+import { RuntimeConfig } from '../config/runtime.js';
+import type { ConfigSource } from '../config/source.js';
+import { createMetrics } from '../metrics/index.js';
+import { setBodyLimit } from '../http/body.js';
+import type { Feature, GatewayDeps, GatewayOptions } from '../http/deps.js';
+import { createHandler } from './pipeline.js';
+import { createLogger, type Logger } from '../../kernel/log.js';
+import { sendJson } from '../http/send.js';
+import type { Route } from '../http/context.js';
+import { openStore, type Store } from '../store/index.js';
 
 export type FeatureFactory = (deps: GatewayDeps) => Feature & { adminRoutes?: Route[] };
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { disposeStore, storeCases } from '../../test/support/stores.js';
+import { disposeStore, storeCases } from '../support/stores.js';
 import {
   accountState,
   capture,
@@ -12,7 +12,7 @@ import {
   release,
   SpendLimitError,
   verifyLedger,
-} from './ledger.js';
+} from '../../proxy/billing/ledger.js';
 
 const C = 1_000_000n; // one credit
 const later = () => new Date(Date.now() + 60_000);

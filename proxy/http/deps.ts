@@ -2,7 +2,7 @@ import type { Registry } from 'prom-client';
 import type { Billing } from '../billing/types.js';
 import type { RuntimeConfig } from '../config/runtime.js';
 import type { Store } from '../store/index.js';
-import type { Logger } from './log.js';
+import type { Logger } from '../../kernel/log.js';
 
 /** Settings every feature may read; set by `tollgate serve` flags and environment. */
 export interface GatewayOptions {
@@ -34,7 +34,7 @@ export interface GatewayDeps {
 
 /** A feature contributes routes and, optionally, background work. */
 export interface Feature {
-  routes: import('./types.js').Route[];
+  routes: import('./context.js').Route[];
   start?(): void | Promise<void>;
   stop?(): Promise<void>;
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { apiKey, chatRoute, group, keyHash } from '../../test/support/resources.js';
-import { compile } from './compile.js';
-import { fromMicro, toMicro } from './money.js';
+import { apiKey, chatRoute, group, keyHash } from '../support/resources.js';
+import { compile } from '../../api/snapshot/compile.js';
+import { fromMicro, toMicro } from '../../api/snapshot/money.js';
 
 const raw = (...objects: unknown[]) => objects.map((object, i) => ({ object, source: `f.yaml#${i + 1}` }));
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { disposeStore, storeCases } from '../../test/support/stores.js';
-import { writeCaptures, type CaptureItem } from './commit.js';
-import { accountState, credit, hold, keySpent, release, verifyLedger } from './ledger.js';
+import { disposeStore, storeCases } from '../support/stores.js';
+import { writeCaptures, type CaptureItem } from '../../proxy/billing/commit.js';
+import { accountState, credit, hold, keySpent, release, verifyLedger } from '../../proxy/billing/ledger.js';
 
 const later = () => new Date(Date.now() + 60_000);
 let n = 0;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { disposeStore, storeCases } from '../../test/support/stores.js';
-import { loadMigrations, migrate } from './migrate.js';
+import { disposeStore, storeCases } from '../support/stores.js';
+import { loadMigrations, migrate } from '../../proxy/store/migrate.js';
 
 for (const c of storeCases()) {
   describe(`store on ${c.name}`, () => {

@@ -1,30 +1,8 @@
-/**
- * Every error a client can see: a stable code, an HTTP status, and the `type` each protocol's
- * error shape carries. Rendered in the client's protocol by render.ts.
- */
-export type ErrorCode =
-  | 'invalid_request'
-  | 'invalid_json'
-  | 'unsupported_media_type'
-  | 'body_too_large'
-  | 'missing_api_key'
-  | 'invalid_api_key'
-  | 'insufficient_credits'
-  | 'spend_limit_reached'
-  | 'client_restricted'
-  | 'forbidden'
-  | 'conflict'
-  | 'model_not_found'
-  | 'not_found'
-  | 'method_not_allowed'
-  | 'rate_limited'
-  | 'not_implemented'
-  | 'upstream_unavailable'
-  | 'upstream_timeout'
-  | 'upstream_error'
-  | 'not_ready'
-  | 'unauthorized_admin'
-  | 'internal_error';
+import type { ServerResponse } from 'node:http';
+import type { ErrorCode, GatewayError } from '../../kernel/errors.js';
+import type { ErrorShape } from '../ir/protocol.js';
+
+export type { ErrorShape };
 
 const STATUS: Record<ErrorCode, number> = {
   invalid_request: 400,
@@ -77,21 +55,32 @@ const TYPES: Record<ErrorCode, { openai: string; anthropic: string }> = {
   internal_error: { openai: 'api_error', anthropic: 'api_error' },
 };
 
-export class GatewayError extends Error {
-  readonly status: number;
-  constructor(
-    readonly code: ErrorCode,
-    message: string,
-    readonly opts: { param?: string; retryAfterSeconds?: number; status?: number } = {},
-  ) {
-    super(message);
-    this.name = 'GatewayError';
-    this.status = opts.status ?? STATUS[code];
-  }
-
-  typeFor(protocol: 'openai' | 'anthropic'): string {
-    return TYPES[this.code][protocol];
-  }
+/** The HTTP status of a domain error: decided here, at the edge, and nowhere else. */
+export function httpStatus(err: GatewayError): number {
+  return STATUS[err.code];
 }
 
-export const badRequest = (message: string, param?: string) => new GatewayError('invalid_request', message, param ? { param } : {});
+export function errorBody(err: GatewayError, shape: ErrorShape): string {
+  if (shape === 'anthropic') {
+    return JSON.stringify({ type: 'error', error: { type: TYPES[err.code].anthropic, message: err.message } });
+  }
+  return JSON.stringify({
+    error: { message: err.message, type: TYPES[err.code].openai, param: err.opts.param ?? null, code: err.code },
+  });
+}
+
+export function sendError(res: ServerResponse, err: GatewayError, shape: ErrorShape, requestId?: string): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const body = errorBody(err, shape);
+  const headers: Record<string, string | number> = {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(body),
+  };
+  if (requestId) headers['x-request-id'] = requestId;
+  if (err.opts.retryAfterSeconds !== undefined) headers['retry-after'] = String(err.opts.retryAfterSeconds);
+  res.writeHead(httpStatus(err), headers);
+  res.end(body);
+}

@@ -1,8 +1,8 @@
 import type { Readable } from 'node:stream';
 import type { CompiledBackend } from '../../api/snapshot/index.js';
-import { classify, targetOf, upstreamAgent } from '../upstreams/http.js';
-import { USER_AGENT } from '../upstreams/headers.js';
-import { ProviderError } from './provider.js';
+import { classify, targetOf, upstreamAgent } from './http.js';
+import { USER_AGENT } from './headers.js';
+import { ProviderError } from './task-provider.js';
 
 /**
  * HTTP for task providers: one call to the backend, its JSON answer, and the mapping of what

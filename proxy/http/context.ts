@@ -1,20 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { CompiledKey } from '../../api/snapshot/index.js';
-import type { RuntimeConfig, RuntimeGroup } from '../config/runtime.js';
-import type { Logger } from './log.js';
-import type { ErrorShape } from './render.js';
+import type { AuthedKey } from '../auth/keys.js';
+import type { RuntimeConfig } from '../config/runtime.js';
 
-/** The caller, once its key is verified. */
-export interface AuthedKey {
-  /** Lowercase hex sha256 of the key: the key's identity in usage rows and task ownership. */
-  hash: string;
-  record: CompiledKey;
-  /** The ApiKey resource name: what logs and usage show. */
-  name: string;
-  account: string;
-  group: RuntimeGroup;
-  spendLimitMicro?: bigint;
-}
+export type { AuthedKey };
+import type { Logger } from '../../kernel/log.js';
+import type { ErrorShape } from '../ir/protocol.js';
 
 export interface RequestContext {
   req: IncomingMessage;

@@ -1,6 +1,6 @@
 import type { LookupAddress } from 'node:dns';
 import { describe, expect, it } from 'vitest';
-import { checkUrlSyntax, guardedLookup, refusal, UrlRefusedError, type Resolver, type UrlPolicy } from './guard.js';
+import { checkUrlSyntax, guardedLookup, refusal, UrlRefusedError, type Resolver, type UrlPolicy } from './url-guard.js';
 
 const STRICT: UrlPolicy = { allowLoopback: false, allowPrivate: false };
 const LOOPBACK: UrlPolicy = { allowLoopback: true, allowPrivate: false };

@@ -1,13 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { fromMicro, toMicro } from '../../api/snapshot/money.js';
-import { readJson } from '../server/body.js';
-import type { Feature, GatewayDeps } from '../server/deps.js';
-import { badRequest, GatewayError } from '../server/errors.js';
-import { sendJson } from '../server/render.js';
-import type { RequestContext, Route } from '../server/types.js';
+import { readJson } from '../http/body.js';
+import type { Feature, GatewayDeps } from '../http/deps.js';
+import { badRequest, GatewayError } from '../../kernel/errors.js';
+import { sendJson } from '../http/send.js';
+import type { RequestContext, Route } from '../http/context.js';
 import type { Queryable } from '../store/index.js';
-import { accountState, credit, keySpent, verifyLedger } from './ledger.js';
-import { listUsage, parseUsageQuery } from './usage.js';
+import { accountState, credit, keySpent, verifyLedger } from '../billing/ledger.js';
+import { listUsage, parseUsageQuery } from '../billing/usage.js';
 
 /**
  * Credits over HTTP. Admin port (admin token): grant credits to an account, read an account,

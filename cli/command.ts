@@ -1,0 +1,6 @@
+/** One `tollgate <command>`: cli/main.ts loads it only when called. */
+export interface Command {
+  summary: string;
+  usage: string;
+  run(argv: string[]): Promise<number | void>;
+}

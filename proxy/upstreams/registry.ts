@@ -1,0 +1,32 @@
+import type { ProviderName } from '../../api/snapshot/index.js';
+import { anthropic } from './anthropic/index.js';
+import { openaiCompatible } from './openai-compatible/index.js';
+import { openaiImages } from './openai/images.js';
+import { openai } from './openai/index.js';
+import { openaiVideos } from './openai/videos.js';
+import { replicate } from './replicate/index.js';
+import type { TaskKind, TaskProvider } from './task-provider.js';
+import type { Provider } from './types.js';
+
+/** What one upstream provider offers: a chat endpoint set, task adapters, or both. */
+export interface ProviderEntry {
+  chat?: Provider;
+  /** The first that supports a task's kind and mode serves it. */
+  tasks?: TaskProvider[];
+}
+
+/** The one registry of upstream providers, by the ModelRoute backend's provider name. */
+const PROVIDERS: Partial<Record<ProviderName, ProviderEntry>> = {
+  openai: { chat: openai, tasks: [openaiImages, openaiVideos] },
+  anthropic: { chat: anthropic },
+  'openai-compatible': { chat: openaiCompatible },
+  replicate: { tasks: [replicate] },
+};
+
+export function chatProvider(name: ProviderName): Provider | undefined {
+  return PROVIDERS[name]?.chat;
+}
+
+export function taskProvider(name: ProviderName, kind: TaskKind, mode: string): TaskProvider | undefined {
+  return PROVIDERS[name]?.tasks?.find((p) => p.supports(kind, mode));
+}
