@@ -5,7 +5,9 @@ import { readJson } from '../http/body.js';
 import { GatewayError } from '../../kernel/errors.js';
 import { sendJson } from '../http/send.js';
 import type { RequestContext } from '../http/context.js';
-import { callUpstream, chatProvider, coolDown, cooldownMs, orderBackends, responseHeaders, type UpstreamError } from '../upstreams/index.js';
+import { callUpstream, chatProvider, failover, responseHeaders, type Attempt, type UpstreamError } from '../upstreams/index.js';
+import type { CompiledBackend } from '../upstreams/types.js';
+import type { GatewayDeps } from '../http/deps.js';
 import { checkClient } from './client-policy.js';
 import { upstreamRequest } from './upstream-request.js';
 
@@ -18,7 +20,7 @@ export const ESTIMATE_HEADER = 'x-tollgate-token-count';
  * from the request's size and marked with `x-tollgate-token-count: estimated`, so Claude Code's
  * context accounting keeps working on any backend.
  */
-export async function handleCountTokens(ctx: RequestContext): Promise<void> {
+export async function handleCountTokens(ctx: RequestContext, deps: GatewayDeps): Promise<void> {
   const { raw, json } = await readJson(ctx);
   const req = parseWire(CountTokensRequest, json, 'invalid count_tokens request');
   const key = ctx.key!;
@@ -28,41 +30,34 @@ export async function handleCountTokens(ctx: RequestContext): Promise<void> {
   }
   checkClient(key.group, ctx.req, json, 'count-tokens');
 
-  const candidates =
-    entry.model.capabilities.countTokens === false
-      ? []
-      : orderBackends(entry.model.backends).flatMap((backend) => {
-          const provider = chatProvider(backend.provider);
-          return provider?.speaks.has('count-tokens') ? [{ backend, provider }] : [];
-        });
-  if (candidates.length === 0) {
+  const usable = (backend: CompiledBackend) => {
+    const provider = chatProvider(backend.provider);
+    return provider?.speaks.has('count-tokens') ? provider : undefined;
+  };
+  if (entry.model.capabilities.countTokens === false || !entry.model.backends.some((b) => usable(b))) {
     sendJson(ctx.res, 200, { input_tokens: estimateTokens(raw.length) }, { [ESTIMATE_HEADER]: 'estimated' });
     return;
   }
 
-  let last: UpstreamError | undefined;
-  for (let i = 0; i < candidates.length; i++) {
-    const { backend, provider } = candidates[i]!;
+  const result = await failover(entry.model.backends, deps.cooldowns, usable, async (backend, provider, isLast): Promise<Attempt<true>> => {
     const call = upstreamRequest(ctx, backend, provider, 'count-tokens', raw, json, { on: false, force: false, includeUsage: false });
     let resp;
     try {
       resp = await callUpstream({ backend, ...call, signal: ctx.signal });
     } catch (err) {
-      last = err as UpstreamError;
-      if (last.kind === 'aborted') return;
-      coolDown(backend, cooldownMs(last.kind));
-      continue;
+      return { failed: { kind: (err as UpstreamError).kind } };
     }
     const status = resp.statusCode;
-    if ((status === 429 || status >= 500) && i < candidates.length - 1) {
+    if ((status === 429 || status >= 500) && !isLast) {
       await resp.body.dump().catch(() => {});
-      continue;
+      return { failed: { kind: 'status', status } };
     }
     const bytes = Buffer.from(await resp.body.arrayBuffer());
     ctx.res.writeHead(status, { ...responseHeaders(resp.headers), 'content-length': String(bytes.length) });
     ctx.res.end(bytes);
-    return;
-  }
-  if (last?.kind === 'timeout') throw new GatewayError('upstream_timeout', `the upstream did not answer in time (model "${entry.model.model}")`);
+    return { answered: true };
+  });
+  if ('answered' in result || result.failed?.kind === 'aborted') return;
+  if (result.failed?.kind === 'timeout') throw new GatewayError('upstream_timeout', `the upstream did not answer in time (model "${entry.model.model}")`);
   throw new GatewayError('upstream_unavailable', `the upstream could not be reached (model "${entry.model.model}")`);
 }

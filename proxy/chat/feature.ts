@@ -21,7 +21,7 @@ export function chatFeature(deps: GatewayDeps): Feature {
       },
       { method: 'POST', path: '/v1/responses', shape: 'openai', auth: 'key', ccOnlyAware: true, handler: (ctx) => handleChat(ctx, deps, PROTOCOLS.responses) },
       { method: 'POST', path: '/v1/messages', shape: 'anthropic', auth: 'key', ccOnlyAware: true, handler: (ctx) => handleChat(ctx, deps, PROTOCOLS.messages) },
-      { method: 'POST', path: '/v1/messages/count_tokens', shape: 'anthropic', auth: 'key', ccOnlyAware: true, handler: handleCountTokens },
+      { method: 'POST', path: '/v1/messages/count_tokens', shape: 'anthropic', auth: 'key', ccOnlyAware: true, handler: (ctx) => handleCountTokens(ctx, deps) },
       { method: 'GET', path: '/v1/models', shape: modelsShape, auth: 'key', ccOnlyAware: true, handler: listModels },
       { method: 'GET', path: '/v1/models/:id', name: '/v1/models/{id}', shape: modelsShape, auth: 'key', ccOnlyAware: true, handler: getModel },
     ],

@@ -8,12 +8,13 @@ import type { Billing } from '../billing/types.js';
 import { RuntimeConfig } from '../config/runtime.js';
 import type { ConfigSource } from '../config/source.js';
 import { createMetrics } from '../metrics/index.js';
-import { setBodyLimit } from '../http/body.js';
+import { DEFAULT_BODY_LIMIT } from '../http/body.js';
 import type { Feature, GatewayDeps, GatewayOptions } from '../http/deps.js';
 import { createHandler } from './pipeline.js';
 import { createLogger, type Logger } from '../../kernel/log.js';
 import { sendJson } from '../http/send.js';
 import type { Route } from '../http/context.js';
+import { Cooldowns } from '../upstreams/index.js';
 import { openStore, type Store } from '../store/index.js';
 
 export type FeatureFactory = (deps: GatewayDeps) => Feature & { adminRoutes?: Route[] };
@@ -52,7 +53,7 @@ export interface Gateway {
 export async function startGateway(opts: StartOptions): Promise<Gateway> {
   const log = opts.log ?? createLogger({ component: 'gateway' });
   const host = opts.host ?? '127.0.0.1';
-  if (opts.bodyLimitBytes) setBodyLimit(opts.bodyLimitBytes);
+  const bodyLimit = opts.bodyLimitBytes ?? DEFAULT_BODY_LIMIT;
   const ownStore = !opts.store;
   const store = opts.store ?? (await openStore({ databaseUrl: opts.databaseUrl, dataDir: opts.dataDir }));
   const metrics = createMetrics();
@@ -79,11 +80,11 @@ export async function startGateway(opts: StartOptions): Promise<Gateway> {
     ...(opts.dataDir ? { dataDir: opts.dataDir } : {}),
     ...opts.options,
   };
-  const base = { store, log, registry: metrics.registry, config: () => runtime, options };
   const limiter = new RateLimiter(
     opts.redisUrl ? new RedisCounter(new Redis(opts.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 2 })) : new MemoryCounter(),
   );
-  const billing = countTokens(opts.billing(base), limiter, log);
+  const base = { store, log, registry: metrics.registry, config: () => runtime, options, cooldowns: new Cooldowns(), limiter };
+  const billing = opts.billing(base);
   const deps: GatewayDeps = { ...base, billing };
   const features = opts.features.map((f) => f(deps));
 
@@ -118,8 +119,8 @@ export async function startGateway(opts: StartOptions): Promise<Gateway> {
     ...features.flatMap((f) => f.adminRoutes ?? []),
   ];
 
-  const api = createServer(createHandler({ routes: apiRoutes, config: () => runtime, log, metrics, limiter }));
-  const admin = createServer(createHandler({ routes: adminRoutes, config: () => runtime, log, adminToken }));
+  const api = createServer(createHandler({ routes: apiRoutes, config: () => runtime, log, metrics, limiter, bodyLimit }));
+  const admin = createServer(createHandler({ routes: adminRoutes, config: () => runtime, log, adminToken, bodyLimit }));
   // Longer than common load balancers' idle timeouts, so they close first.
   api.keepAliveTimeout = 65_000;
   const inflight = trackInflight(api);
@@ -155,24 +156,6 @@ export async function startGateway(opts: StartOptions): Promise<Gateway> {
 }
 
 /** Feeds settled token counts to tokensPerMinute without the chat path knowing about limits. */
-function countTokens(billing: Billing, limiter: RateLimiter, log: Logger): Billing {
-  return {
-    close: () => billing.close(),
-    holdChat: async (quote) => {
-      const charge = await billing.holdChat(quote);
-      const settle = charge.settle.bind(charge);
-      charge.settle = async (outcome) => {
-        await settle(outcome);
-        const u = outcome.usage;
-        if (u) {
-          limiter.addTokens(quote.keyHash, u.inputTokens + u.outputTokens).catch((err: Error) => log.warn('rate-limit counter failed', { error: err.message }));
-        }
-      };
-      return charge;
-    },
-  };
-}
-
 function listen(server: Server, port: number, host: string): Promise<void> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);

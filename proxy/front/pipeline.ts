@@ -14,6 +14,8 @@ export interface HandlerOptions {
   routes: Route[];
   config(): RuntimeConfig | undefined;
   log: Logger;
+  /** Largest request body read (413 past it). */
+  bodyLimit: number;
   metrics?: GatewayMetrics;
   /** Required for auth: 'admin' routes. */
   adminToken?: string;
@@ -87,6 +89,7 @@ export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res:
       const ctx: RequestContext = {
         req,
         res,
+        bodyLimit: opts.bodyLimit,
         requestId,
         method,
         path,

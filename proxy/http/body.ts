@@ -3,13 +3,10 @@ import type { RequestContext } from './context.js';
 
 /** Default 32 MiB: coding agents send 100 KB+ bodies routinely, images as data URLs more. */
 export const DEFAULT_BODY_LIMIT = 32 * 1024 * 1024;
-let bodyLimit = DEFAULT_BODY_LIMIT;
-export function setBodyLimit(bytes: number): void {
-  bodyLimit = bytes;
-}
 
 /** Reads the whole body up to the limit: 413 past it, without buffering the excess. */
 export async function readBody(ctx: RequestContext): Promise<Buffer> {
+  const { bodyLimit } = ctx;
   const declared = Number(ctx.req.headers['content-length'] ?? -1);
   if (declared > bodyLimit) throw new GatewayError('body_too_large', `request body exceeds the limit of ${bodyLimit} bytes`);
   const chunks: Buffer[] = [];

@@ -25,6 +25,8 @@ export interface RequestContext {
   /** Aborts when the client goes away before the response is finished. */
   signal: AbortSignal;
   log: Logger;
+  /** Largest request body this gateway reads (413 past it). */
+  bodyLimit: number;
   /** The error shape of this route (may depend on headers, e.g. /v1/models). */
   shape: ErrorShape;
 }

@@ -1,7 +1,9 @@
 import type { Registry } from 'prom-client';
+import type { RateLimiter } from '../auth/rate-limit.js';
 import type { Billing } from '../billing/types.js';
 import type { RuntimeConfig } from '../config/runtime.js';
 import type { Store } from '../store/index.js';
+import type { Cooldowns } from '../upstreams/index.js';
 import type { Logger } from '../../kernel/log.js';
 
 /** Settings every feature may read; set by `tollgate serve` flags and environment. */
@@ -27,6 +29,10 @@ export interface GatewayDeps {
   log: Logger;
   billing: Billing;
   registry: Registry;
+  /** Backends cooling down after failures: this gateway's own, shared by chat and tasks. */
+  cooldowns: Cooldowns;
+  /** Group rate limits; chat reports the tokens each request used. */
+  limiter: RateLimiter;
   /** The config in service (undefined while the proxy is not ready). */
   config(): RuntimeConfig | undefined;
   options: GatewayOptions;

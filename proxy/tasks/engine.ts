@@ -5,7 +5,6 @@ import type { RuntimeConfig } from '../config/runtime.js';
 import type { Logger } from '../../kernel/log.js';
 import type { Store } from '../store/index.js';
 import { credentialOf } from '../upstreams/credentials.js';
-import { coolDown, cooldownMs, orderBackends } from '../upstreams/select.js';
 import { enqueueDelivery } from '../webhooks/outbox.js';
 import { signBody } from '../webhooks/signing.js';
 import type { MediaFetcher } from './media.js';
@@ -18,7 +17,7 @@ import {
   type TaskJob,
   type TaskProvider,
 } from '../upstreams/task-provider.js';
-import { taskProvider } from '../upstreams/index.js';
+import { failover, taskProvider, type AttemptFailure, type Cooldowns } from '../upstreams/index.js';
 import type { TaskSettings } from './settings.js';
 import { contentTypeOf, extensionOf, sniff, type ResultStorage } from './storage/index.js';
 import { markTerminal, renewLease, reschedule, setUpstream, getTask, type Terminal } from './store.js';
@@ -31,6 +30,8 @@ export interface EngineDeps {
   storage: ResultStorage;
   media: MediaFetcher;
   settings: TaskSettings;
+  /** Backends cooling down: the gateway's own, shared with chat. */
+  cooldowns: Cooldowns;
   kinds: Partial<Record<TaskKind, TaskKindSpec>>;
   /** This replica's worker identity (lease owner). */
   owner: string;
@@ -147,14 +148,48 @@ export class TaskEngine {
   }
 
   /** The first backend (by priority and weight, skipping those cooling down) with a provider for this kind and mode. */
-  private chooseBackend(model: string, kind: TaskKind, mode: string): { backend: CompiledBackend; provider: TaskProvider } | { error: string } {
+  /**
+   * Submits a job through the one failover: each backend of the model that can run the task, in
+   * order, until one answers. A retryable refusal (429, 5xx, unreachable) cools its backend and
+   * tries the next; a final refusal throws. Undefined: the model is gone or no backend can run it.
+   */
+  private async submitVia(
+    taskId: string,
+    model: string,
+    kind: TaskKind,
+    mode: string,
+    job: TaskJob,
+    signal: AbortSignal,
+  ): Promise<{
+    submitted?: { backend: CompiledBackend; provider: TaskProvider; ctx: ProviderContext; outcome: ProviderOutcome };
+    lastError?: ProviderError;
+    error?: string;
+  }> {
     const m = this.d.config()?.models.get(model);
     if (!m) return { error: `model "${model}" is no longer configured` };
-    for (const backend of orderBackends(m.backends)) {
-      const provider = taskProvider(backend.provider, kind, mode);
-      if (provider) return { backend, provider };
-    }
-    return { error: `no backend of model "${model}" can run ${kind} tasks` };
+    if (!m.backends.some((b) => taskProvider(b.provider, kind, mode))) return { error: `no backend of model "${model}" can run ${kind} tasks` };
+    let lastError: ProviderError | undefined;
+    const result = await failover(
+      m.backends,
+      this.d.cooldowns,
+      (b) => taskProvider(b.provider, kind, mode),
+      async (backend, provider) => {
+        const files: LocalMedia[] = [];
+        const ctx = this.context(taskId, backend, signal, files);
+        try {
+          return { answered: { backend, provider, ctx, outcome: await provider.submit(job, ctx) } };
+        } catch (err) {
+          if (signal.aborted) return { failed: { kind: 'aborted' } };
+          if (!(err instanceof ProviderError) || !err.retryable) throw err;
+          lastError = err;
+          return { failed: failureOf(err) };
+        } finally {
+          await this.d.media.discard(files);
+        }
+      },
+    );
+    if ('answered' in result) return { submitted: result.answered };
+    return lastError ? { lastError } : {};
   }
 
   /**
@@ -173,24 +208,10 @@ export class TaskEngine {
     ignored: string[];
     signal: AbortSignal;
   }): Promise<UpstreamStart | undefined> {
-    const chosen = this.chooseBackend(p.model, p.kind, p.mode);
-    if ('error' in chosen) return undefined;
-    const { backend, provider } = chosen;
-    const files: LocalMedia[] = [];
-    const ctx = this.context(p.taskId, backend, p.signal, files);
-    let outcome: ProviderOutcome;
-    try {
-      outcome = await provider.submit(p.job, ctx);
-    } catch (err) {
-      // Too slow to answer within the submission: the worker takes it from here.
-      if (p.signal.aborted) return undefined;
-      if (!(err instanceof ProviderError)) throw err;
-      if (!err.retryable) throw err;
-      coolDown(backend, cooldownMs(err.opts.status ? 'status' : 'unavailable', err.opts.status));
-      return undefined;
-    } finally {
-      await this.d.media.discard(files);
-    }
+    const r = await this.submitVia(p.taskId, p.model, p.kind, p.mode, p.job, p.signal);
+    // Unreachable, busy or too slow to answer within the submission: the worker takes it from here.
+    if (!r.submitted) return undefined;
+    const { backend, provider, ctx, outcome } = r.submitted;
     if (outcome.state === 'failed') throw new ProviderError(false, outcome.code, outcome.message);
     // Only asynchronous providers are started here (every video provider is); one that answered
     // with results at once would be asked again by the worker, so it is not used this way.
@@ -205,24 +226,22 @@ export class TaskEngine {
   }
 
   private async submit(task: TaskRow, signal: AbortSignal): Promise<void> {
-    const chosen = this.chooseBackend(task.model, task.kind, task.mode);
-    if ('error' in chosen) return void (await this.fail(task, 'model_unavailable', chosen.error, this.d.owner));
-    const { backend, provider } = chosen;
     const job = task.request as unknown as TaskJob;
-    const ignored = [...new Set([...task.ignored, ...(provider.ignores?.(job) ?? [])])].sort();
     const attempts = task.attempts + 1;
-    const files: LocalMedia[] = [];
-    const ctx = this.context(task.id, backend, signal, files);
-    let outcome: ProviderOutcome;
+    let r;
     try {
-      outcome = await provider.submit(job, ctx);
+      r = await this.submitVia(task.id, task.model, task.kind, task.mode, job, signal);
     } catch (err) {
       if (signal.aborted || !(err instanceof ProviderError)) throw err;
-      if (err.retryable) coolDown(backend, cooldownMs(err.opts.status ? 'status' : 'unavailable', err.opts.status));
-      return this.retryOrFail(task, err, { attempts, ignored });
-    } finally {
-      await this.d.media.discard(files);
+      return this.retryOrFail(task, err, { attempts, ignored: task.ignored });
     }
+    if (r.error) return void (await this.fail(task, 'model_unavailable', r.error, this.d.owner));
+    if (!r.submitted) {
+      if (signal.aborted) return;
+      return this.retryOrFail(task, r.lastError ?? new ProviderError(true, 'upstream_unavailable', 'no backend answered'), { attempts, ignored: task.ignored });
+    }
+    const { backend, provider, ctx, outcome } = r.submitted;
+    const ignored = [...new Set([...task.ignored, ...(provider.ignores?.(job) ?? [])])].sort();
     const ref: BackendRef = { provider: backend.provider, baseURL: backend.baseURL, model: backend.model };
     if (outcome.state === 'pending') {
       const ok = await setUpstream(this.d.store, task.id, this.d.owner, {
@@ -449,4 +468,9 @@ export class TaskEngine {
     const expires = new Date(Date.now() + this.d.settings.resultUrlTtlSeconds * 1000);
     return Promise.all(results.map(async (r) => ({ url: await this.d.storage.url(r.key, expires) })));
   }
+}
+
+/** How a retryable provider refusal counts for the backend's cooldown. */
+function failureOf(err: ProviderError): AttemptFailure {
+  return err.opts.status ? { kind: 'status', status: err.opts.status } : { kind: 'unavailable' };
 }

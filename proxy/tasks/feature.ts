@@ -82,6 +82,7 @@ export function tasksFeature(overrides: Partial<TaskSettings> = {}) {
       store,
       log,
       config: deps.config,
+      cooldowns: deps.cooldowns,
       storage,
       media,
       settings,

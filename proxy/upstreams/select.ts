@@ -1,35 +1,36 @@
 import type { CompiledBackend } from './types.js';
 
-/**
- * Backend choice: the lowest priority first, by weight within a priority; backends cooling down
- * after a connect error, a timeout, a 5xx or a 429 go to the back of the line (still tried when
- * nothing else is left). Cooldowns are per process and keyed by the backend's address and model,
- * so they survive config swaps that do not change the backend.
- */
-const coolingUntil = new Map<string, number>();
-
 const keyOf = (b: CompiledBackend) => `${b.provider}|${b.baseURL}|${b.model}`;
 
-export function coolDown(backend: CompiledBackend, ms: number, now = Date.now()): void {
-  coolingUntil.set(keyOf(backend), now + ms);
-}
+/**
+ * Backends cooling down after a connect error, a timeout, a 5xx or a 429. One instance per
+ * gateway (two gateways in one process keep their own), keyed by the backend's address and
+ * model, so cooldowns survive config swaps that do not change the backend.
+ */
+export class Cooldowns {
+  private readonly until = new Map<string, number>();
 
-export function isCooling(backend: CompiledBackend, now = Date.now()): boolean {
-  if (coolingUntil.size === 0) return false;
-  const until = coolingUntil.get(keyOf(backend));
-  if (until === undefined) return false;
-  if (until <= now) {
-    coolingUntil.delete(keyOf(backend));
-    return false;
+  coolDown(backend: CompiledBackend, ms: number, now = Date.now()): void {
+    this.until.set(keyOf(backend), now + ms);
   }
-  return true;
+
+  isCooling(backend: CompiledBackend, now = Date.now()): boolean {
+    if (this.until.size === 0) return false;
+    const until = this.until.get(keyOf(backend));
+    if (until === undefined) return false;
+    if (until <= now) {
+      this.until.delete(keyOf(backend));
+      return false;
+    }
+    return true;
+  }
+
+  clear(): void {
+    this.until.clear();
+  }
 }
 
-export function resetCooldowns(): void {
-  coolingUntil.clear();
-}
-
-/** Cooldown after a failure: retry-after for 429 (1-60 s), 10 s for connect errors, 5 s for 5xx. */
+/** Cooldown after a failure: retry-after for 429 (1-60 s), 10 s for connect errors and timeouts, 5 s for 5xx. */
 export function cooldownMs(kind: 'unavailable' | 'timeout' | 'status', status?: number, retryAfter?: string): number {
   if (kind !== 'status') return 10_000;
   if (status === 429) {
@@ -39,8 +40,17 @@ export function cooldownMs(kind: 'unavailable' | 'timeout' | 'status', status?: 
   return 5_000;
 }
 
-/** Candidates in the order to try them. `random` is injectable for tests. */
-export function orderBackends(backends: readonly CompiledBackend[], random: () => number = Math.random, now = Date.now()): CompiledBackend[] {
+/**
+ * Candidates in the order to try them: the lowest priority first, by weight within a priority;
+ * backends cooling down go to the back of the line (still tried when nothing else is left).
+ * `random` is injectable for tests.
+ */
+export function orderBackends(
+  backends: readonly CompiledBackend[],
+  cooldowns: Cooldowns,
+  random: () => number = Math.random,
+  now = Date.now(),
+): CompiledBackend[] {
   if (backends.length === 1) return [backends[0]!];
   const ready: CompiledBackend[] = [];
   const cooling: CompiledBackend[] = [];
@@ -50,7 +60,7 @@ export function orderBackends(backends: readonly CompiledBackend[], random: () =
     const tier: CompiledBackend[] = [];
     for (; i < backends.length && backends[i]!.priority === priority; i++) {
       const b = backends[i]!;
-      (isCooling(b, now) ? cooling : tier).push(b);
+      (cooldowns.isCooling(b, now) ? cooling : tier).push(b);
     }
     // Weighted order without replacement.
     while (tier.length > 0) {

@@ -1,7 +1,7 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CompiledBackend } from '../../api/snapshot/index.js';
-import { coolDown, isCooling, orderBackends, resetCooldowns } from '../../proxy/upstreams/index.js';
+import { Cooldowns, orderBackends } from '../../proxy/upstreams/index.js';
 import { deadPort } from '../support/ports.js';
 import { apiKey, chatRoute, group } from '../support/resources.js';
 import { startStack, type Stack } from '../support/stack.js';
@@ -18,14 +18,13 @@ const backend = (model: string, priority: number, weight = 1): CompiledBackend =
 
 describe('orderBackends', () => {
   it('lowest priority first, by weight within a priority, cooling backends last', () => {
-    resetCooldowns();
+    const cooldowns = new Cooldowns();
     const list = [backend('a', 0, 1), backend('b', 0, 3), backend('c', 1)];
     // random() = 0.5 of a total weight of 4 lands on b (a covers [0, 1), b [1, 4)).
-    expect(orderBackends(list, () => 0.5).map((b) => b.model)).toEqual(['b', 'a', 'c']);
-    expect(orderBackends(list, () => 0.1).map((b) => b.model)).toEqual(['a', 'b', 'c']);
-    coolDown(list[0]!, 60_000);
-    expect(orderBackends(list, () => 0.1).map((b) => b.model)).toEqual(['b', 'c', 'a']);
-    resetCooldowns();
+    expect(orderBackends(list, cooldowns, () => 0.5).map((b) => b.model)).toEqual(['b', 'a', 'c']);
+    expect(orderBackends(list, cooldowns, () => 0.1).map((b) => b.model)).toEqual(['a', 'b', 'c']);
+    cooldowns.coolDown(list[0]!, 60_000);
+    expect(orderBackends(list, cooldowns, () => 0.1).map((b) => b.model)).toEqual(['b', 'c', 'a']);
   });
 });
 
@@ -36,7 +35,6 @@ let client: OpenAI;
 let deadURL: string;
 
 beforeAll(async () => {
-  resetCooldowns();
   const dead = await deadPort();
   deadURL = `http://127.0.0.1:${dead}/v1`;
   stack = await startStack(
@@ -61,7 +59,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await stack.close();
-  resetCooldowns();
 });
 
 describe('failover while nothing was sent', () => {
@@ -77,7 +74,7 @@ describe('failover while nothing was sent', () => {
     expect(text.length).toBeGreaterThan(0);
     expect(billing.settled(id)).toMatchObject({ status: 'ok', upstreamModel: 'secondary', usageSource: 'reported' });
     // The primary cools down (10 s after a connect error), so the next requests try it last.
-    expect(isCooling({ ...backend('primary', 0), baseURL: deadURL })).toBe(true);
+    expect(stack.gw.deps.cooldowns.isCooling({ ...backend('primary', 0), baseURL: deadURL })).toBe(true);
     const id2 = rid('f-json');
     await client.chat.completions.create({ model: 'multi', messages: [{ role: 'user', content: 'again' }] }, withRequestId(id2));
     expect(billing.settled(id2)).toMatchObject({ status: 'ok', upstreamModel: 'secondary' });

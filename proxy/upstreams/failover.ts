@@ -1,0 +1,46 @@
+import { cooldownMs, orderBackends, type Cooldowns } from './select.js';
+import type { CompiledBackend } from './types.js';
+
+/** Why one attempt on one backend did not give an answer worth keeping. */
+export interface AttemptFailure {
+  kind: 'unavailable' | 'timeout' | 'status' | 'aborted';
+  /** The upstream's status, for kind 'status' (429, 5xx). */
+  status?: number;
+  retryAfter?: string;
+  /** What to tell a log; never a credential. */
+  detail?: string;
+}
+
+/** An attempt either answered (whatever the answer) or failed in a way another backend may fix. */
+export type Attempt<T> = { answered: T } | { failed: AttemptFailure };
+
+export type FailoverResult<T> = { answered: T; backend: CompiledBackend } | { failed: AttemptFailure | undefined };
+
+/**
+ * The one failover loop of chat, count_tokens and tasks: backends in order (priority, weight,
+ * cooling ones last) that `usable` accepts, each tried until one answers. A failed backend cools
+ * down; an abort (the client left) ends the loop at once. `attempt` is told whether it is the
+ * last candidate, so it can keep a retryable answer (a 429 or 5xx) to pass on rather than fail.
+ */
+export async function failover<T, P>(
+  backends: readonly CompiledBackend[],
+  cooldowns: Cooldowns,
+  usable: (backend: CompiledBackend) => P | undefined,
+  attempt: (backend: CompiledBackend, provider: P, isLast: boolean) => Promise<Attempt<T>>,
+): Promise<FailoverResult<T>> {
+  const candidates: { backend: CompiledBackend; provider: P }[] = [];
+  for (const backend of orderBackends(backends, cooldowns)) {
+    const provider = usable(backend);
+    if (provider !== undefined) candidates.push({ backend, provider });
+  }
+  let last: AttemptFailure | undefined;
+  for (let i = 0; i < candidates.length; i++) {
+    const { backend, provider } = candidates[i]!;
+    const r = await attempt(backend, provider, i === candidates.length - 1);
+    if ('answered' in r) return { answered: r.answered, backend };
+    last = r.failed;
+    if (last.kind === 'aborted') break;
+    cooldowns.coolDown(backend, cooldownMs(last.kind, last.status, last.retryAfter));
+  }
+  return { failed: last };
+}
