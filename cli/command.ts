@@ -2,5 +2,5 @@
 export interface Command {
   summary: string;
   usage: string;
-  run(argv: string[]): Promise<number | void>;
+  run(argv: string[]): number | void | Promise<number | void>;
 }

@@ -158,10 +158,8 @@ export class Operator {
         }>;
       this.watch(kind, path, list);
     }
-    this.watch(
-      'Secret',
-      ns ? `/api/v1/namespaces/${ns}/secrets` : '/api/v1/secrets',
-      () => (ns ? this.core.listNamespacedSecret({ namespace: ns }) : this.core.listSecretForAllNamespaces()) as never,
+    this.watch('Secret', ns ? `/api/v1/namespaces/${ns}/secrets` : '/api/v1/secrets', () =>
+      ns ? this.core.listNamespacedSecret({ namespace: ns }) : this.core.listSecretForAllNamespaces(),
     );
     this.leader.start();
     this.log.info('operator started', { grpcPort, metricsPort, namespace: ns ?? '(all)', identity: this.id });
@@ -243,7 +241,7 @@ export class Operator {
   }
 
   private secretValue(namespace: string | undefined, name: string, key: string): string | undefined {
-    const s = this.find('Secret', namespace, name) as (KubeObject & Pick<V1Secret, 'data'>) | undefined;
+    const s: (KubeObject & Pick<V1Secret, 'data'>) | undefined = this.find('Secret', namespace, name);
     const v = s?.data?.[key];
     return v === undefined ? undefined : Buffer.from(v, 'base64').toString('utf8');
   }

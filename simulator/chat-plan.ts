@@ -68,7 +68,7 @@ export function argumentsFor(schema: unknown, prompt: string): Record<string, un
 
 function valueFor(p: Record<string, unknown>, prompt: string): unknown {
   if (Array.isArray(p.enum) && p.enum.length) return p.enum[0];
-  const type = Array.isArray(p.type) ? p.type[0] : p.type;
+  const type: unknown = Array.isArray(p.type) ? p.type[0] : p.type;
   switch (type) {
     case 'integer':
     case 'number':

@@ -9,7 +9,7 @@ const stores = new WeakMap<SimContext, Map<string, { data: Buffer; type: string 
 
 function filesOf(sim: SimContext) {
   let m = stores.get(sim);
-  if (!m) stores.set(sim, (m = new Map()));
+  if (!m) stores.set(sim, (m = new Map<string, { data: Buffer; type: string }>()));
   return m;
 }
 

@@ -47,7 +47,7 @@ const SORA_SIZES = ['720x1280', '1280x720', '1024x1792', '1792x1024'];
 const stores = new WeakMap<SimContext, Map<string, Job>>();
 function jobsOf(sim: SimContext) {
   let m = stores.get(sim);
-  if (!m) stores.set(sim, (m = new Map()));
+  if (!m) stores.set(sim, (m = new Map<string, Job>()));
   return m;
 }
 
@@ -92,17 +92,17 @@ function fieldsOf(r: SimRequest): Record<string, unknown> | undefined {
   return out;
 }
 
-async function create(r: SimRequest): Promise<void> {
+function create(r: SimRequest): void {
   const f = fieldsOf(r);
   if (!f || typeof f.prompt !== 'string' || f.prompt === '')
     return openaiError(r, 400, "Invalid request: 'prompt' is required.", 'invalid_request_error', 'missing_required_parameter', 'prompt');
   const model = typeof f.model === 'string' ? f.model : 'sora-2';
   const sora = model.startsWith('sora');
-  const seconds = f.seconds === undefined ? '4' : String(f.seconds);
+  const seconds = f.seconds === undefined ? '4' : scalar(f.seconds);
   if (sora ? !SORA_SECONDS.includes(seconds) : !/^\d{1,4}$/.test(seconds) || Number(seconds) < 1) {
     return openaiError(r, 400, `Invalid value for 'seconds': '${seconds}'.`, 'invalid_request_error', 'invalid_value', 'seconds');
   }
-  const size = f.size === undefined ? '720x1280' : String(f.size);
+  const size = f.size === undefined ? '720x1280' : scalar(f.size);
   if (sora ? !SORA_SIZES.includes(size) : !/^\d{2,4}x\d{2,4}$/.test(size))
     return openaiError(r, 400, `Invalid value for 'size': '${size}'.`, 'invalid_request_error', 'invalid_value', 'size');
   const d = parseDirectives(f.prompt);
@@ -162,3 +162,8 @@ export const openaiVideoRoutes: SimRoute[] = [
   },
   { method: 'GET', path: '/v1/videos/:id/content', handler: content },
 ];
+
+/** A form field as the text it was sent as; objects (never sent by a real client) become empty. */
+function scalar(v: unknown): string {
+  return typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean' ? String(v) : '';
+}

@@ -34,7 +34,7 @@ const MAX_PREDICTIONS = 1000;
 const stores = new WeakMap<SimContext, Map<string, Prediction>>();
 function predictionsOf(sim: SimContext) {
   let m = stores.get(sim);
-  if (!m) stores.set(sim, (m = new Map()));
+  if (!m) stores.set(sim, (m = new Map<string, Prediction>()));
   return m;
 }
 
@@ -46,7 +46,7 @@ function sizeOf(input: Record<string, unknown>): { width: number; height: number
   const h = Number(input.height);
   if (Number.isInteger(w) && Number.isInteger(h) && w >= 16 && h >= 16 && w * h <= MAX_PIXELS) return { width: w, height: h };
   const side = ({ '1K': 1024, '2K': 2048, '4K': 4096 } as Record<string, number>)[String(input.resolution)] ?? 1024;
-  const m = /^(\d+):(\d+)$/.exec(String(input.aspect_ratio ?? '1:1'));
+  const m = /^(\d+):(\d+)$/.exec(scalar(input.aspect_ratio, '1:1'));
   const rw = m ? Number(m[1]) : 1;
   const rh = m ? Number(m[2]) : 1;
   const other = Math.max(16, Math.round((side * Math.min(rw, rh)) / Math.max(rw, rh)));
@@ -59,8 +59,8 @@ const isVideo = (p: Prediction) => typeof p.input.duration === 'number';
 function videoOf(p: Prediction): Buffer {
   const prompt = String(p.input.prompt);
   const seconds = Number(p.input.duration) * (videoDirectives(prompt).short ? 0.75 : 1);
-  const short = parseInt(String(p.input.resolution ?? '720'), 10) || 720;
-  const m = /^(\d+):(\d+)$/.exec(String(p.input.aspect_ratio ?? '16:9'));
+  const short = parseInt(scalar(p.input.resolution, '720'), 10) || 720;
+  const m = /^(\d+):(\d+)$/.exec(scalar(p.input.aspect_ratio, '16:9'));
   const [rw, rh] = m ? [Number(m[1]), Number(m[2])] : [16, 9];
   const long = Math.round((short * Math.max(rw, rh)) / Math.min(rw, rh) / 2) * 2;
   const [width, height] = rw >= rh ? [long, short] : [short, long];
@@ -158,3 +158,8 @@ export const replicateRoutes: SimRoute[] = [
     },
   },
 ];
+
+/** An input field as text, or the default when absent or not a scalar. */
+function scalar(v: unknown, dflt: string): string {
+  return typeof v === 'string' || typeof v === 'number' ? String(v) : dflt;
+}

@@ -179,7 +179,7 @@ export function compile(inputs: RawResource[], opts: CompileOptions = {}): Compi
 }
 
 export function parseResource(input: RawResource): { resource: Resource } | { errors: CompileError[] } {
-  const obj = input.object as Record<string, any> | null;
+  const obj = input.object as { kind?: unknown; metadata?: { name?: unknown; namespace?: unknown } } | null;
   const kind = typeof obj?.kind === 'string' ? obj.kind : '(unknown kind)';
   const name = typeof obj?.metadata?.name === 'string' ? obj.metadata.name : '(unnamed)';
   const namespace = typeof obj?.metadata?.namespace === 'string' ? obj.metadata.namespace : undefined;

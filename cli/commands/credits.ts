@@ -106,7 +106,7 @@ Prints JSON: the account after a grant, the account for balance, a page of usage
       if (positionals.length) throw new UsageError(`unexpected argument "${positionals[0]}"`);
       const q = new URLSearchParams();
       for (const f of ['account', 'key', 'model', 'since', 'until', 'limit', 'cursor'] as const) if (values[f] !== undefined) q.set(f, values[f]);
-      const out = await call(c, 'GET', `/admin/v1/usage${q.size ? `?${q}` : ''}`);
+      const out = await call(c, 'GET', `/admin/v1/usage${q.size ? `?${q.toString()}` : ''}`);
       if (values.json) {
         console.log(JSON.stringify(out));
         return 0;
@@ -127,7 +127,7 @@ Prints JSON: the account after a grant, the account for balance, a page of usage
           ].join('  '),
         );
       }
-      if (out.next_cursor) console.log(`# more: --cursor ${String(out.next_cursor)}`);
+      if (typeof out.next_cursor === 'string') console.log(`# more: --cursor ${out.next_cursor}`);
       return 0;
     }
     throw new UsageError(sub ? `unknown subcommand "${sub}" (expected grant, balance or usage)` : 'missing subcommand (expected grant, balance or usage)');

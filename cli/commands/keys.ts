@@ -16,7 +16,7 @@ export const command: Command = {
 
 Prints a new sk-service- key once, then an ApiKey manifest that carries only its sha256 hash.
 Save the key now: it cannot be recovered. Add the manifest to your config folder.`,
-  async run(argv) {
+  run(argv) {
     const [sub, ...rest] = argv;
     if (sub !== 'create') throw new UsageError(sub ? `unknown subcommand "${sub}" (expected create)` : 'missing subcommand (expected create)');
     const { values } = parseFlags(rest, {

@@ -1,5 +1,5 @@
 import { startSimulator } from '../../simulator/index.js';
-import { parseFlags, portFlag, UsageError, wholeFlag } from '../args.js';
+import { parseFlags, portFlag, wholeFlag } from '../args.js';
 import type { Command } from '../command.js';
 import { untilSignal } from '../signals.js';
 

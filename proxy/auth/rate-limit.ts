@@ -19,22 +19,24 @@ const WINDOW_MS = 60_000;
 
 export class MemoryCounter implements WindowCounter {
   private readonly counts = new Map<string, { window: number; n: number }>();
-  async add(key: string, n: number, windowMs: number): Promise<number> {
+  add(key: string, n: number, windowMs: number): Promise<number> {
     const window = Math.floor(Date.now() / windowMs);
     const c = this.counts.get(key);
     if (!c || c.window !== window) {
       if (this.counts.size > 100_000) this.counts.clear(); // old windows of idle keys
       this.counts.set(key, { window, n });
-      return n;
+      return Promise.resolve(n);
     }
     c.n += n;
-    return c.n;
+    return Promise.resolve(c.n);
   }
-  async get(key: string, windowMs: number): Promise<number> {
+  get(key: string, windowMs: number): Promise<number> {
     const c = this.counts.get(key);
-    return c && c.window === Math.floor(Date.now() / windowMs) ? c.n : 0;
+    return Promise.resolve(c && c.window === Math.floor(Date.now() / windowMs) ? c.n : 0);
   }
-  async close(): Promise<void> {}
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
 }
 
 /** Shared by every replica: INCRBY and PEXPIRE in one script, so a counter never outlives its window. */
@@ -56,8 +58,9 @@ export class RedisCounter implements WindowCounter {
   async get(key: string, windowMs: number): Promise<number> {
     return Number((await this.redis.get(this.slot(key, windowMs))) ?? 0);
   }
-  async close(): Promise<void> {
+  close(): Promise<void> {
     this.redis.disconnect();
+    return Promise.resolve();
   }
 }
 

@@ -100,8 +100,14 @@ export class BillingEngine implements Billing {
     registry?: Registry,
   ) {
     this.metrics = registry ? billingMetrics(registry) : undefined;
-    const every = (ms: number, fn: () => Promise<unknown>, what: string) => {
-      const t = setInterval(() => void fn().catch((err: Error) => this.log.error(`billing ${what} failed`, { error: err.message })), ms);
+    const every = (ms: number, fn: () => unknown, what: string) => {
+      const t = setInterval(
+        () =>
+          void Promise.resolve()
+            .then(fn)
+            .catch((err: Error) => this.log.error(`billing ${what} failed`, { error: err.message })),
+        ms,
+      );
       t.unref();
       this.timers.push(t);
     };
@@ -111,7 +117,7 @@ export class BillingEngine implements Billing {
     this.journal = settings.journalDir ? new BillingJournal(settings.journalDir) : undefined;
     if (this.journal) {
       const j = this.journal;
-      every(LOCK_STALE_MS / 6, async () => j.touch(), 'journal lock touch');
+      every(LOCK_STALE_MS / 6, () => j.touch(), 'journal lock touch');
     }
     // At start too: a restart on the same database resolves what the previous process left,
     // after the charges it left in the journal are in (its leases may still take them).

@@ -15,7 +15,7 @@ function render(ctx: RequestContext, id: string) {
 }
 
 /** GET /v1/models: every model of the key's group (chat, image and video codes). */
-export async function listModels(ctx: RequestContext): Promise<void> {
+export function listModels(ctx: RequestContext): void {
   const group = ctx.key!.group;
   checkClient(group, ctx.req, {}, 'models');
   const codes = [...group.entries.keys()].sort();
@@ -25,7 +25,7 @@ export async function listModels(ctx: RequestContext): Promise<void> {
 }
 
 /** GET /v1/models/{id}: one model of the key's group, 404 otherwise. */
-export async function getModel(ctx: RequestContext): Promise<void> {
+export function getModel(ctx: RequestContext): void {
   const group = ctx.key!.group;
   checkClient(group, ctx.req, {}, 'models');
   const id = ctx.params.id!;

@@ -97,7 +97,7 @@ export class GrpcConfigSource implements ConfigSource {
   }
 
   /** Opens the stream and returns at once: readiness waits for the first snapshot, not for this. */
-  async start(): Promise<void> {
+  start(): Promise<void> {
     const creds = this.tls ? grpc.credentials.createSsl(this.opts.caFile ? readFileSync(this.opts.caFile) : null) : grpc.credentials.createInsecure();
     const Client = discoveryService();
     this.client = new Client(this.target, creds, {
@@ -110,14 +110,16 @@ export class GrpcConfigSource implements ConfigSource {
     });
     if (!this.opts.token) this.opts.log.warn('TOLLGATE_DISCOVERY_TOKEN is not set: connecting to config discovery without a token');
     this.open();
+    return Promise.resolve();
   }
 
-  async stop(): Promise<void> {
+  stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
     this.stream?.cancel();
     this.stream = undefined;
     this.client?.close();
+    return Promise.resolve();
   }
 
   private open(): void {

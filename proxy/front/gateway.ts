@@ -90,17 +90,17 @@ export async function startGateway(opts: StartOptions): Promise<Gateway> {
 
   const apiRoutes: Route[] = [
     // Claude Code sends HEAD / as a warm-up, without a key.
-    { method: 'GET', path: '/', shape: 'openai', auth: 'none', handler: async (ctx) => sendJson(ctx.res, 200, { name: 'tollgate' }) },
+    { method: 'GET', path: '/', shape: 'openai', auth: 'none', handler: (ctx) => sendJson(ctx.res, 200, { name: 'tollgate' }) },
     ...features.flatMap((f) => f.routes),
   ];
   const adminRoutes: Route[] = [
-    { method: 'GET', path: '/healthz', shape: 'openai', auth: 'none', handler: async (ctx) => sendJson(ctx.res, 200, { status: 'ok' }) },
+    { method: 'GET', path: '/healthz', shape: 'openai', auth: 'none', handler: (ctx) => sendJson(ctx.res, 200, { status: 'ok' }) },
     {
       method: 'GET',
       path: '/readyz',
       shape: 'openai',
       auth: 'none',
-      handler: async (ctx) =>
+      handler: (ctx) =>
         runtime && !closing
           ? sendJson(ctx.res, 200, { status: 'ready', configVersion: runtime.version })
           : sendJson(ctx.res, 503, { status: closing ? 'shutting down' : 'no configuration yet' }),

@@ -22,7 +22,7 @@ export class Router {
       return;
     }
     let byMethod = this.exact.get(route.path);
-    if (!byMethod) this.exact.set(route.path, (byMethod = new Map()));
+    if (!byMethod) this.exact.set(route.path, (byMethod = new Map<string, Route>()));
     if (byMethod.has(route.method)) throw new Error(`duplicate route ${route.method} ${route.path}`);
     byMethod.set(route.method, route);
   }

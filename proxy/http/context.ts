@@ -47,5 +47,5 @@ export interface Route {
    * restricted keys unless it opts in.
    */
   ccOnlyAware?: true;
-  handler(ctx: RequestContext): Promise<void>;
+  handler(ctx: RequestContext): void | Promise<void>;
 }

@@ -34,7 +34,7 @@ export interface GatewayDeps {
   /** Group rate limits; chat reports the tokens each request used. */
   limiter: RateLimiter;
   /** The config in service (undefined while the proxy is not ready). */
-  config(): RuntimeConfig | undefined;
+  config: () => RuntimeConfig | undefined;
   options: GatewayOptions;
 }
 

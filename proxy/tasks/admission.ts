@@ -38,7 +38,7 @@ export class AdmissionQueue {
   /** Runs `write` in the next group transaction; resolves with its result after the commit. */
   admit<T>(order: string, write: (q: Queryable) => Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ write, order, resolve: resolve as (v: unknown) => void, reject });
+      this.queue.push({ write, order, resolve: resolve, reject });
       this.kick();
     });
   }

@@ -6,7 +6,7 @@ import type { UrlPolicy } from '../../net/url-guard.js';
 import { cancelTaskHandler, getTaskHandler, submitTask, type TasksRuntime } from '../http.js';
 import { ProviderError } from '../../upstreams/task-provider.js';
 import { taskProvider } from '../../upstreams/index.js';
-import { fitVideoRequest, type VideoCapabilities } from './capabilities.js';
+import { fitVideoRequest } from './capabilities.js';
 import { videoHold, videoKind, videoUnitPrice } from './pricing.js';
 import { parseVideoRequest, VIDEO_ENDPOINT } from './request.js';
 
@@ -37,7 +37,7 @@ async function submitVideo(ctx: RequestContext, rt: TasksRuntime, policy: UrlPol
   if (!entry || entry.model.type !== 'video') {
     throw new GatewayError('model_not_found', `model "${req.model}" is not a video model of this key's group`, { param: 'model' });
   }
-  const { job, ignored } = fitVideoRequest(req, req.model, entry.model.capabilities as VideoCapabilities, [...entry.prices.perSecond.keys()]);
+  const { job, ignored } = fitVideoRequest(req, req.model, entry.model.capabilities, [...entry.prices.perSecond.keys()]);
   if (!entry.model.backends.some((b) => taskProvider(b.provider, 'video', job.mode))) {
     throw new GatewayError('not_implemented', `model "${req.model}" has no backend that runs video tasks`, { param: 'model' });
   }
