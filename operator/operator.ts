@@ -91,12 +91,12 @@ export class Operator {
       log: this.log.child({ component: 'discovery' }),
       onChange: () => this.updateProxyMetrics(),
     });
-    const identity = opts.lease?.identity ?? process.env.POD_NAME ?? `tollgate-operator-${randomBytes(4).toString('hex')}`;
+    const identity = opts.lease?.identity ?? `tollgate-operator-${randomBytes(4).toString('hex')}`;
     this.id = identity;
     this.leader = new LeaderElector(
       opts.kubeConfig.makeApiClient(CoordinationV1Api),
       {
-        namespace: opts.lease?.namespace ?? opts.namespace ?? process.env.POD_NAMESPACE ?? 'default',
+        namespace: opts.lease?.namespace ?? opts.namespace ?? 'default',
         name: opts.lease?.name ?? 'tollgate-operator',
         identity,
         leaseDurationMs: opts.lease?.durationMs,

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { parseFlags, UsageError } from '../args.js';
 import type { Command } from '../command.js';
+import { readSettingsOrExit } from '../settings.js';
 
 const DEFAULT_ADMIN_URL = 'http://127.0.0.1:9090';
 const QUICKSTART_TOKEN = 'quickstart-admin';
@@ -73,7 +74,7 @@ Prints JSON: the account after a grant, the account for balance, a page of usage
     );
     const c: Common = {
       url: values['admin-url'] ?? DEFAULT_ADMIN_URL,
-      token: values['admin-token'] ?? (process.env.TOLLGATE_ADMIN_TOKEN || QUICKSTART_TOKEN),
+      token: values['admin-token'] ?? readSettingsOrExit(process.env).adminToken ?? QUICKSTART_TOKEN,
     };
     const onlyFor = (allowed: string[]) => {
       for (const f of ['idempotency-key', 'note', 'account', 'key', 'model', 'since', 'until', 'limit', 'cursor', 'json'] as const) {

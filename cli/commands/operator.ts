@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { parseFlags, portFlag, UsageError, wholeFlag } from '../args.js';
 import type { Command } from '../command.js';
+import { readSettingsOrExit } from '../settings.js';
 import { untilSignal } from '../signals.js';
 
 export const command: Command = {
@@ -59,6 +60,7 @@ The token proxies must present is TOLLGATE_DISCOVERY_TOKEN (unset: any client is
     const { KubeConfig } = await import('@kubernetes/client-node');
     const { Operator } = await import('../../operator/operator.js');
     const { createLogger } = await import('../../kernel/log.js');
+    const settings = readSettingsOrExit(process.env);
     const kubeConfig = new KubeConfig();
     if (values['kube-server']) {
       kubeConfig.loadFromOptions({
@@ -71,7 +73,7 @@ The token proxies must present is TOLLGATE_DISCOVERY_TOKEN (unset: any client is
     } else if (values.kubeconfig) kubeConfig.loadFromFile(values.kubeconfig);
     else kubeConfig.loadFromDefault();
 
-    const log = createLogger({ component: 'operator' });
+    const log = createLogger({ component: 'operator' }, settings.logLevel);
     const operator = new Operator({
       kubeConfig,
       namespace: values.namespace,
@@ -79,10 +81,14 @@ The token proxies must present is TOLLGATE_DISCOVERY_TOKEN (unset: any client is
       grpcPort,
       metricsHost: values['metrics-host'],
       metricsPort,
-      token: process.env.TOLLGATE_DISCOVERY_TOKEN || undefined,
+      token: settings.discoveryToken,
       tlsCert: values['tls-cert'],
       tlsKey: values['tls-key'],
-      lease: { name: values['lease-name'], namespace: values['lease-namespace'], identity: values.identity },
+      lease: {
+        name: values['lease-name'],
+        namespace: values['lease-namespace'] ?? values.namespace ?? settings.podNamespace,
+        identity: values.identity ?? settings.podName,
+      },
       debounceMs: debounce,
       log,
     });

@@ -6,6 +6,8 @@ import { startGateway } from '../../proxy/front/gateway.js';
 import { createLogger, type Logger } from '../../kernel/log.js';
 import { parseFlags, portFlag, UsageError, wholeFlag } from '../args.js';
 import type { Command } from '../command.js';
+import { readSettingsOrExit } from '../settings.js';
+import type { Settings } from '../../kernel/settings.js';
 import { untilSignal } from '../signals.js';
 
 const QUICKSTART_DIR = fileURLToPath(new URL('../../examples/quickstart/', import.meta.url));
@@ -56,7 +58,8 @@ export const command: Command = {
     const bodyLimit = wholeFlag('body-limit', values['body-limit'], 'bytes', 1);
     const port = portFlag('port', values.port, 8080);
     const adminPort = portFlag('admin-port', values['admin-port'], 9090);
-    const log = createLogger({ component: 'gateway' });
+    const settings = readSettingsOrExit(process.env);
+    const log = createLogger({ component: 'gateway' }, settings.logLevel);
     const quickstart = values.quickstart === true;
 
     let simulator: { url: string; close(): Promise<void> } | undefined;
@@ -67,17 +70,17 @@ export const command: Command = {
     }
 
     const source: ConfigSource = values['config-from']
-      ? await grpcSource(values['config-from'], values['discovery-ca'], log)
+      ? await grpcSource(values['config-from'], values['discovery-ca'], settings, log)
       : new FolderConfigSource(quickstart ? QUICKSTART_DIR : values.config!, log);
 
-    const databaseUrl = values['database-url'] ?? process.env.DATABASE_URL;
-    const redisUrl = values['redis-url'] ?? (process.env.REDIS_URL || undefined);
+    const databaseUrl = values['database-url'] ?? settings.databaseUrl;
+    const redisUrl = values['redis-url'] ?? settings.redisUrl;
     const dataDir = values.data ?? (quickstart && !databaseUrl ? '.tollgate' : undefined);
     if (dataDir) {
       const { mkdir } = await import('node:fs/promises');
       await mkdir(dataDir, { recursive: true });
     }
-    const adminToken = values['admin-token'] ?? process.env.TOLLGATE_ADMIN_TOKEN ?? (quickstart ? QUICKSTART_ADMIN_TOKEN : undefined);
+    const adminToken = values['admin-token'] ?? settings.adminToken ?? (quickstart ? QUICKSTART_ADMIN_TOKEN : undefined);
     if (!adminToken) log.warn('no admin token set (--admin-token or TOLLGATE_ADMIN_TOKEN): the admin API uses a random one');
 
     const gateway = await startGateway({
@@ -91,6 +94,7 @@ export const command: Command = {
       adminToken,
       bodyLimitBytes: bodyLimit,
       log,
+      settings,
       billing: defaultBilling,
       features: defaultFeatures,
       options: {
@@ -110,10 +114,16 @@ export const command: Command = {
 };
 
 /** The operator as config source; a bad URL or CA flag is a usage error, not a crash. */
-async function grpcSource(url: string, caFile: string | undefined, log: Logger): Promise<ConfigSource> {
+async function grpcSource(url: string, caFile: string | undefined, settings: Settings, log: Logger): Promise<ConfigSource> {
   const { GrpcConfigSource } = await import('../../proxy/config/grpc-source.js');
   try {
-    return new GrpcConfigSource({ url, caFile, token: process.env.TOLLGATE_DISCOVERY_TOKEN || undefined, log: log.child({ component: 'config' }) });
+    return new GrpcConfigSource({
+      url,
+      caFile,
+      token: settings.discoveryToken,
+      ...(settings.podName ? { nodeId: settings.podName } : {}),
+      log: log.child({ component: 'config' }),
+    });
   } catch (err) {
     throw new UsageError(`--config-from: ${(err as Error).message}`);
   }

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
+import type { Settings } from '../../kernel/settings.js';
 import { GatewayError } from '../../kernel/errors.js';
 import type { Registry } from 'prom-client';
 import type { Logger } from '../../kernel/log.js';
@@ -555,6 +556,9 @@ export class BillingEngine implements Billing {
 }
 
 /** What `tollgate serve` meters chat with. */
-export function meteredBilling(deps: { store: Store; log: Logger; registry?: Registry }, settings?: Partial<BillingSettings>): BillingEngine {
-  return new BillingEngine(deps.store, deps.log, billingSettings(process.env, settings), deps.registry);
+export function meteredBilling(
+  deps: { store: Store; log: Logger; registry?: Registry; settings?: Pick<Settings, 'billing'> },
+  overrides: Partial<BillingSettings> = {},
+): BillingEngine {
+  return new BillingEngine(deps.store, deps.log, billingSettings(deps.settings?.billing ?? {}, overrides), deps.registry);
 }

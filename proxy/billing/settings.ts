@@ -1,6 +1,4 @@
-import { envMillis, envSeconds as seconds } from '../config/env.js';
-
-/** Tunables of metered billing; defaults, then environment (TOLLGATE_BILLING_*), then code. */
+/** Tunables of metered billing; defaults, then environment (TOLLGATE_BILLING_*, read by kernel/settings.ts), then code. */
 export interface BillingSettings {
   /** A lease's deadline; a live replica renews it every third of this. The sweeper releases a lease past it. */
   leaseMs: number;
@@ -42,18 +40,7 @@ export const DEFAULT_BILLING_SETTINGS: BillingSettings = {
   journalFlushMs: 100,
 };
 
-export function billingSettings(env: NodeJS.ProcessEnv = process.env, overrides: Partial<BillingSettings> = {}): BillingSettings {
-  const s = { ...DEFAULT_BILLING_SETTINGS };
-  const lease = seconds(env, 'TOLLGATE_BILLING_LEASE_SECONDS');
-  const idle = seconds(env, 'TOLLGATE_BILLING_IDLE_SECONDS');
-  const sweep = seconds(env, 'TOLLGATE_BILLING_SWEEP_SECONDS');
-  if (lease !== undefined) s.leaseMs = lease;
-  if (idle !== undefined) s.idleMs = idle;
-  if (sweep !== undefined) s.sweepIntervalMs = sweep;
-  const linger = envMillis(env, 'TOLLGATE_BILLING_COMMIT_LINGER_MS');
-  if (linger !== undefined) s.commitLingerMs = linger;
-  const flush = envMillis(env, 'TOLLGATE_BILLING_JOURNAL_FLUSH_MS');
-  if (flush !== undefined) s.journalFlushMs = flush;
-  if (env.TOLLGATE_BILLING_JOURNAL_DIR) s.journalDir = env.TOLLGATE_BILLING_JOURNAL_DIR;
-  return { ...s, ...overrides };
+/** Defaults, then each layer in turn (the environment's settings, then code overrides). */
+export function billingSettings(...layers: Partial<BillingSettings>[]): BillingSettings {
+  return Object.assign({}, DEFAULT_BILLING_SETTINGS, ...layers) as BillingSettings;
 }

@@ -40,7 +40,11 @@ export async function handleCountTokens(ctx: RequestContext, deps: GatewayDeps):
   }
 
   const result = await failover(entry.model.backends, deps.cooldowns, usable, async (backend, provider, isLast): Promise<Attempt<true>> => {
-    const call = upstreamRequest(ctx, backend, provider, 'count-tokens', raw, json, { on: false, force: false, includeUsage: false });
+    const call = upstreamRequest(ctx, backend, provider, deps.settings.secretFromEnv, 'count-tokens', raw, json, {
+      on: false,
+      force: false,
+      includeUsage: false,
+    });
     let resp;
     try {
       resp = await callUpstream({ backend, ...call, signal: ctx.signal });

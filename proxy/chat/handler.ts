@@ -102,7 +102,7 @@ async function forward(
 
   const result = await failover(entry.model.backends, deps.cooldowns, usable, async (backend, provider, isLast): Promise<Attempt<true>> => {
     exchange.sent(backend.model);
-    const call = upstreamRequest(ctx, backend, provider, adapter.protocol, c.raw, c.json, {
+    const call = upstreamRequest(ctx, backend, provider, deps.settings.secretFromEnv, adapter.protocol, c.raw, c.json, {
       on: c.stream,
       force: c.stream && c.explicitStream === undefined,
       includeUsage: c.stream && adapter.protocol === 'chat-completions',

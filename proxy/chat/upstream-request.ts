@@ -18,13 +18,15 @@ export function upstreamRequest(
   ctx: RequestContext,
   backend: CompiledBackend,
   provider: Provider,
+  /** How `{env: NAME}` credentials are looked up (the settings read at start). */
+  secretFromEnv: (name: string) => string | undefined,
   op: Operation,
   raw: Buffer,
   json: Record<string, unknown>,
   stream: { on: boolean; force: boolean; includeUsage: boolean },
 ): UpstreamRequest {
   const headers = commonHeaders(ctx.requestId, stream.on);
-  provider.headers(backend, ctx.req.headers, credentialOf(backend), headers);
+  provider.headers(backend, ctx.req.headers, credentialOf(backend, secretFromEnv), headers);
   if (backend.headers) Object.assign(headers, backend.headers);
   let path = provider.path(backend, op);
   if ((op === 'messages' || op === 'count-tokens') && ctx.query.get('beta') === 'true') path += '?beta=true';

@@ -84,7 +84,7 @@ export class GrpcConfigSource implements ConfigSource {
     const { target, tls } = parseDiscoveryUrl(opts.url);
     this.target = target;
     this.tls = tls;
-    this.nodeId = opts.nodeId ?? process.env.POD_NAME ?? hostname();
+    this.nodeId = opts.nodeId ?? hostname();
     if (opts.caFile && !tls) throw new Error('a CA file is only used with grpcs:// config sources');
   }
 

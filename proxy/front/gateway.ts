@@ -12,6 +12,7 @@ import { DEFAULT_BODY_LIMIT } from '../http/body.js';
 import type { Feature, GatewayDeps, GatewayOptions } from '../http/deps.js';
 import { createHandler } from './pipeline.js';
 import { createLogger, type Logger } from '../../kernel/log.js';
+import { readSettings, type Settings } from '../../kernel/settings.js';
 import { sendJson } from '../http/send.js';
 import type { Route } from '../http/context.js';
 import { Cooldowns } from '../upstreams/index.js';
@@ -36,6 +37,8 @@ export interface StartOptions {
   /** How long in-flight requests may run after SIGTERM/close() before connections are cut. */
   shutdownGraceMs?: number;
   log?: Logger;
+  /** The process's settings (kernel/settings.ts); none from the environment when absent (tests). */
+  settings?: Settings;
   billing: (deps: Omit<GatewayDeps, 'billing'>) => Billing;
   features: FeatureFactory[];
   options?: Partial<GatewayOptions>;
@@ -70,7 +73,8 @@ export async function startGateway(opts: StartOptions): Promise<Gateway> {
   const initial = opts.source.current();
   if (initial && !runtime) swap(initial);
 
-  const adminToken = opts.adminToken ?? process.env.TOLLGATE_ADMIN_TOKEN ?? randomBytes(24).toString('base64url');
+  const settings = opts.settings ?? readSettings({});
+  const adminToken = opts.adminToken ?? settings.adminToken ?? randomBytes(24).toString('base64url');
   const options: GatewayOptions = {
     publicBaseURL: '',
     allowLoopbackURLs: false,
@@ -83,7 +87,7 @@ export async function startGateway(opts: StartOptions): Promise<Gateway> {
   const limiter = new RateLimiter(
     opts.redisUrl ? new RedisCounter(new Redis(opts.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 2 })) : new MemoryCounter(),
   );
-  const base = { store, log, registry: metrics.registry, config: () => runtime, options, cooldowns: new Cooldowns(), limiter };
+  const base = { store, log, registry: metrics.registry, config: () => runtime, options, cooldowns: new Cooldowns(), limiter, settings };
   const billing = opts.billing(base);
   const deps: GatewayDeps = { ...base, billing };
   const features = opts.features.map((f) => f(deps));

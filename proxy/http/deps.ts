@@ -1,4 +1,5 @@
 import type { Registry } from 'prom-client';
+import type { Settings } from '../../kernel/settings.js';
 import type { RateLimiter } from '../auth/rate-limit.js';
 import type { Billing } from '../billing/types.js';
 import type { RuntimeConfig } from '../config/runtime.js';
@@ -36,6 +37,8 @@ export interface GatewayDeps {
   /** The config in service (undefined while the proxy is not ready). */
   config: () => RuntimeConfig | undefined;
   options: GatewayOptions;
+  /** The process's settings, read once at start. */
+  settings: Settings;
 }
 
 /** A feature contributes routes and, optionally, background work. */

@@ -32,6 +32,8 @@ export interface EngineDeps {
   settings: TaskSettings;
   /** Backends cooling down: the gateway's own, shared with chat. */
   cooldowns: Cooldowns;
+  /** How `{env: NAME}` credentials are looked up (the settings read at start). */
+  secretFromEnv: (name: string) => string | undefined;
   kinds: Partial<Record<TaskKind, TaskKindSpec>>;
   /** This replica's worker identity (lease owner). */
   owner: string;
@@ -135,7 +137,7 @@ export class TaskEngine {
   private context(taskId: string, backend: CompiledBackend, signal: AbortSignal, files: LocalMedia[]): ProviderContext {
     return {
       backend,
-      credential: credentialOf(backend),
+      credential: credentialOf(backend, this.d.secretFromEnv),
       taskId,
       signal,
       log: this.d.log,

@@ -16,7 +16,7 @@ import type { TasksRuntime } from './http.js';
 import { imageKind } from './images/pricing.js';
 import { imageRoutes } from './images/routes.js';
 import { MediaFetcher } from './media.js';
-import { resolveSettings, s3FromEnv, settingsFromEnv, type TaskSettings } from './settings.js';
+import { resolveSettings, settingsFrom, type TaskSettings } from './settings.js';
 import { LocalStorage, S3Storage, sharedSigningKey, type ResultStorage } from './storage/index.js';
 import { getTask } from './store.js';
 import { videoKind } from './videos/pricing.js';
@@ -25,11 +25,11 @@ import { createTaskWorker } from './worker.js';
 
 /**
  * Asynchronous tasks: the image and video endpoints, result files, the task worker and the webhook
- * delivery worker. Settings: defaults, then TOLLGATE_* environment, then `overrides` (tests).
+ * delivery worker. Settings: defaults, then the TOLLGATE_* environment (deps.settings), then `overrides` (tests).
  */
 export function tasksFeature(overrides: Partial<TaskSettings> = {}) {
   return (deps: GatewayDeps): Feature & { adminRoutes: Route[] } => {
-    const settings = resolveSettings(settingsFromEnv(), overrides);
+    const settings = resolveSettings(settingsFrom(deps.settings.tasks), overrides);
     const { store, options } = deps;
     const log = deps.log.child({ component: 'tasks' });
     const owner = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
@@ -41,7 +41,7 @@ export function tasksFeature(overrides: Partial<TaskSettings> = {}) {
         key = undefined;
         throw err;
       }));
-    const s3 = options.s3 ?? s3FromEnv();
+    const s3 = options.s3 ?? deps.settings.s3;
     // Without a data folder, results live in a temporary folder for the life of the process.
     const tempResults = s3 || options.dataDir ? undefined : join(tmpdir(), `tollgate-results-${process.pid}-${randomBytes(4).toString('hex')}`);
     const storage: ResultStorage & { route?(): Route } = s3
@@ -83,6 +83,7 @@ export function tasksFeature(overrides: Partial<TaskSettings> = {}) {
       log,
       config: deps.config,
       cooldowns: deps.cooldowns,
+      secretFromEnv: deps.settings.secretFromEnv,
       storage,
       media,
       settings,
