@@ -1,6 +1,7 @@
 import type { Queryable } from '../store/index.js';
 import { fromMicro } from '../../api/snapshot/money.js';
 import { GatewayError } from '../../kernel/errors.js';
+import { big } from './money.js';
 
 /**
  * The credit ledger's primitives. Each runs inside the caller's transaction (so a task can move
@@ -53,7 +54,6 @@ export class SpendLimitError extends GatewayError {
   }
 }
 
-const big = (v: unknown): bigint => (v === null || v === undefined ? 0n : BigInt(v as string | number | bigint));
 const json = (m?: Record<string, unknown>) => (m ? JSON.stringify(m) : null);
 
 async function ensureAccount(q: Queryable, account: string): Promise<void> {

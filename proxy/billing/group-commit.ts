@@ -1,0 +1,147 @@
+import type { Logger } from '../../kernel/log.js';
+import type { Store } from '../store/index.js';
+import { writeCommitLines } from './commit.js';
+import type { BillingJournal, JournalSegment } from './journal.js';
+import type { BillingMetrics } from './metrics.js';
+import type { BillingSettings } from './settings.js';
+
+interface Queued {
+  /** The capture as billing_commit() takes it, serialized once (it is also the journal's line). */
+  line: string;
+  /** The journal segment that already holds it durably, if the engine has a journal. */
+  seg: JournalSegment | undefined;
+  resolve(): void;
+  reject(err: Error): void;
+}
+
+/**
+ * Settled requests' captures, written in group commits: one transaction for every capture and
+ * usage record that queued while the previous one ran. enqueue() resolves once its capture is
+ * in the store.
+ */
+export class GroupCommit {
+  private queue: Queued[] = [];
+  /** Group commits in flight (PostgreSQL: up to two overlap, one waiting on the other's lease lock; PGlite: one). */
+  private readonly writers = new Set<Promise<void>>();
+  /** Ends the linger of commits waiting to gather more (shutdown, or a full batch). */
+  private readonly lingering = new Set<() => void>();
+  private closing = false;
+
+  constructor(
+    private readonly store: Store,
+    private readonly log: Logger,
+    private readonly settings: BillingSettings,
+    private readonly journal: BillingJournal | undefined,
+    private readonly metrics: BillingMetrics | undefined,
+    /** Chat requests holding credits (admitted, not yet settled): a commit lingers while more are coming. */
+    private readonly inflight: () => number,
+  ) {}
+
+  /** Nothing queued and nothing being written. */
+  get idle(): boolean {
+    return this.writers.size === 0 && this.queue.length === 0;
+  }
+
+  enqueue(line: string, seg: JournalSegment | undefined): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ line, seg, resolve, reject });
+      if (this.queue.length >= this.settings.maxBatch) for (const wake of this.lingering) wake();
+      this.kick();
+    });
+  }
+
+  /** Shutdown has begun: commits stop lingering, and journaled records stop being retried forever. */
+  stopping(): void {
+    this.closing = true;
+  }
+
+  /** Writes everything queued now, without lingering (shutdown). */
+  async drain(): Promise<void> {
+    this.stopping();
+    for (const wake of this.lingering) wake();
+    while (this.writers.size || this.queue.length) {
+      this.kick();
+      await Promise.all(this.writers);
+    }
+  }
+
+  /**
+   * Whatever queues while a commit is written goes in the next one. A commit starts only after
+   * the event loop has run its pending I/O once (setImmediate): every request whose answer is
+   * already in joins it. Without that pause PGlite, which runs on this thread, would commit
+   * requests one by one while holding the others back. When more requests are in flight than
+   * waiting, it lingers commitLingerMs more: a commit has a fixed cost, so larger batches leave
+   * more CPU for requests under load, and a lone request is not delayed. On PostgreSQL a second commit may start
+   * while one is in flight (it prepares and sends its batch, then waits for the lease lock), so
+   * the database's commit latency is not paid twice in a row.
+   */
+  private kick(): void {
+    const max = this.store.kind === 'postgres' ? 2 : 1;
+    if (this.writers.size >= max || this.queue.length === 0) return;
+    // More requests in flight than waiting: some will settle in a moment; let them share the commit.
+    // Behind a journal nobody waits for the store, so commits gather for longer.
+    let linger = 0;
+    if (this.journal) {
+      if (!this.closing && this.queue.length < this.settings.maxBatch) linger = this.settings.journalFlushMs;
+    } else if (this.inflight() > this.queue.length) linger = this.settings.commitLingerMs;
+    const w: Promise<void> = new Promise<void>((r) => {
+      if (linger === 0) return void setImmediate(r);
+      const wake = () => {
+        clearTimeout(t);
+        this.lingering.delete(wake);
+        r();
+      };
+      const t = setTimeout(wake, linger);
+      this.lingering.add(wake);
+    })
+      .then(() => this.commitNext())
+      .finally(() => {
+        this.writers.delete(w);
+        this.kick();
+      });
+    this.writers.add(w);
+  }
+
+  private async commitNext(): Promise<void> {
+    const batch = this.queue.splice(0, this.settings.maxBatch);
+    if (batch.length === 0) return;
+    try {
+      await this.write(
+        batch.map((b) => b.line),
+        batch.every((b) => b.seg),
+      );
+      for (const b of batch) b.resolve();
+      if (this.journal) {
+        const per = new Map<JournalSegment, number>();
+        for (const b of batch) if (b.seg) per.set(b.seg, (per.get(b.seg) ?? 0) + 1);
+        for (const [seg, n] of per) this.journal.committed(seg, n);
+      }
+    } catch (err) {
+      this.log.error('billing group commit failed', { captures: batch.length, error: (err as Error).message });
+      for (const b of batch) b.reject(err as Error);
+    }
+  }
+
+  /**
+   * A failed commit is retried with the same operation ids, so a commit that did land is not
+   * applied twice. Records a journal holds are retried until the store takes them (short of
+   * shutdown: then they stay in the journal); the others fail their requests after four tries.
+   */
+  async write(records: string[], journaled: boolean): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const end = this.metrics?.commits.startTimer();
+        const { lostLeases } = await writeCommitLines(this.store, records);
+        end?.();
+        this.metrics?.captures.inc(records.length);
+        if (lostLeases.size) this.log.warn('captures written after their lease was released', { leases: lostLeases.size });
+        return;
+      } catch (err) {
+        if (attempt >= 3 && !(journaled && !this.closing)) throw err;
+        if (attempt === 3)
+          this.log.error('billing store write failing; the journal keeps the charges meanwhile', { captures: records.length, error: (err as Error).message });
+        await new Promise((r) => setTimeout(r, Math.min(5000, 50 * 4 ** attempt)));
+      }
+    }
+  }
+}

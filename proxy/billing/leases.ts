@@ -1,0 +1,198 @@
+import type { Logger } from '../../kernel/log.js';
+import type { Store } from '../store/index.js';
+import { extendHold, hold, InsufficientCreditsError, release } from './ledger.js';
+import type { BillingMetrics } from './metrics.js';
+import { big } from './money.js';
+import type { BillingSettings } from './settings.js';
+
+/** This replica's lease on one account and what its requests hold of it. */
+export interface AccountLease {
+  account: string;
+  /** The open lease hold, if any. */
+  leaseId: string | undefined;
+  /** The lease's deadline as last written to the store (ms); past it, another replica's sweeper may release it. */
+  validUntil: number;
+  generation: number;
+  topups: number;
+  /** What the lease has left once every capture settled so far is written. */
+  remaining: bigint;
+  /** Holds of requests in flight. */
+  reserved: bigint;
+  inflight: number;
+  /** Captures queued or being written for this account. */
+  writing: number;
+  lastUsed: number;
+  /** Top-ups and hand-backs of one account run one at a time. */
+  chain: Promise<unknown>;
+  /** What the account had free when a top-up last failed, and when: a burst of refusals costs one query. */
+  refused: { free: bigint; at: number } | undefined;
+}
+
+/**
+ * Leases, as in telecom online charging: a replica reserves a slice of an account's credits in
+ * one store transaction (a 'lease' hold it owns), admits requests against it in memory, tops it
+ * up when a request does not fit, renews its deadline while alive, and hands it back when idle or
+ * at shutdown. A replica that dies leaves its lease behind; the sweeper releases it.
+ */
+export class Leases {
+  private readonly accounts = new Map<string, AccountLease>();
+  private closing = false;
+
+  constructor(
+    private readonly store: Store,
+    private readonly log: Logger,
+    private readonly settings: BillingSettings,
+    /** The owner of this replica's leases. */
+    private readonly replica: string,
+    private readonly metrics: BillingMetrics | undefined,
+  ) {}
+
+  of(account: string): AccountLease {
+    let a = this.accounts.get(account);
+    if (!a) {
+      a = {
+        account,
+        leaseId: undefined,
+        validUntil: 0,
+        generation: 0,
+        topups: 0,
+        remaining: 0n,
+        reserved: 0n,
+        inflight: 0,
+        writing: 0,
+        lastUsed: Date.now(),
+        chain: Promise.resolve(),
+        refused: undefined,
+      };
+      this.accounts.set(account, a);
+    }
+    return a;
+  }
+
+  /** Whether the lease's deadline is older than two thirds of a lease: another replica's sweeper may soon take it. */
+  stale(acct: AccountLease, now = Date.now()): boolean {
+    return acct.leaseId !== undefined && now > acct.validUntil - this.settings.leaseMs / 3;
+  }
+
+  /**
+   * Grows this replica's lease on the account so that `amount` fits: what is missing plus a
+   * slice (sliceFactor x amount or twice the holds in flight, whichever is more, but at most
+   * half of what the account has left, so sibling replicas are not starved). Throws InsufficientCreditsError when the account cannot cover
+   * even what is missing.
+   */
+  topUp(acct: AccountLease, amount: bigint): Promise<void> {
+    return this.serial(acct, async () => {
+      const shortfall = amount - (acct.remaining - acct.reserved);
+      if (shortfall <= 0n) return;
+      const r = acct.refused;
+      if (r && shortfall > r.free && Date.now() - r.at < this.settings.refusalMemoryMs) throw new InsufficientCreditsError(acct.account, amount);
+      const expiresAt = new Date(Date.now() + this.settings.leaseMs);
+      const out = await this.store.tx(async (q) => {
+        // Locks in the ledger's order, hold before account, so a concurrent commit cannot deadlock with this.
+        if (acct.leaseId) await q.query('SELECT 1 FROM holds WHERE hold_id = $1 FOR UPDATE', [acct.leaseId]);
+        const row = await q.query<{ free: unknown }>('SELECT balance - held AS free FROM accounts WHERE account = $1 FOR UPDATE', [acct.account]);
+        const free = big(row.rows[0]?.free);
+        if (free < shortfall) {
+          acct.refused = { free, at: Date.now() };
+          throw new InsufficientCreditsError(acct.account, amount);
+        }
+        // Sized to the demand: at least sliceFactor holds, and twice what is in flight now, so a
+        // busy account tops up rarely instead of once every few requests.
+        const inFlight = 2n * (acct.reserved + amount);
+        const slice = amount * this.settings.sliceFactor > inFlight ? amount * this.settings.sliceFactor : inFlight;
+        const spare = (free - shortfall) / 2n;
+        const take = shortfall + (slice < spare ? slice : spare);
+        if (acct.leaseId) {
+          const n = acct.topups + 1;
+          const grown = await extendHold(q, { holdId: acct.leaseId, operationId: `${acct.leaseId}:topup:${n}`, amount: take, expiresAt });
+          if (grown !== null) return { take, leaseId: acct.leaseId, topups: n, lost: false };
+        }
+        const leaseId = `lease:${this.replica}:${acct.account}:${acct.generation + 1}`;
+        await hold(q, { account: acct.account, holdId: leaseId, amount: take, expiresAt, purpose: 'lease', owner: this.replica });
+        return { take, leaseId, topups: 0, lost: acct.leaseId !== undefined };
+      });
+      if (out.leaseId !== acct.leaseId) {
+        // A new lease: the old one (if any) was released by the sweeper and has nothing left.
+        if (out.lost) this.log.warn('billing lease was released while in use; a new one was taken', { account: acct.account });
+        acct.generation++;
+        acct.leaseId = out.leaseId;
+        acct.remaining = 0n;
+      }
+      this.metrics?.topups.inc();
+      acct.validUntil = expiresAt.getTime();
+      acct.topups = out.topups;
+      acct.remaining += out.take;
+      acct.refused = undefined;
+    });
+  }
+
+  /** Pushes the lease's deadline forward now (throws if the store cannot be reached); a lease the sweeper took is dropped. */
+  renew(acct: AccountLease): Promise<void> {
+    return this.serial(acct, async () => {
+      const leaseId = acct.leaseId;
+      if (!leaseId || !this.stale(acct)) return;
+      const until = Date.now() + this.settings.leaseMs;
+      const r = await this.store.query('UPDATE holds SET expires_at = $2 WHERE hold_id = $1 RETURNING hold_id', [leaseId, new Date(until).toISOString()]);
+      if (acct.leaseId !== leaseId) return;
+      if (r.rows.length > 0) acct.validUntil = until;
+      else {
+        acct.leaseId = undefined;
+        acct.remaining = 0n;
+      }
+    });
+  }
+
+  /** Keeps live leases from expiring, notices leases the sweeper took, hands back idle ones. */
+  async upkeep(): Promise<void> {
+    const until = Date.now() + this.settings.leaseMs;
+    const live = await this.store.query<{ hold_id: string }>(`UPDATE holds SET expires_at = $2 WHERE owner = $1 AND purpose = 'lease' RETURNING hold_id`, [
+      this.replica,
+      new Date(until).toISOString(),
+    ]);
+    const ids = new Set(live.rows.map((r) => r.hold_id));
+    const now = Date.now();
+    for (const acct of [...this.accounts.values()]) {
+      if (acct.leaseId && ids.has(acct.leaseId)) acct.validUntil = Math.max(acct.validUntil, until);
+      if (acct.leaseId && !ids.has(acct.leaseId) && acct.writing === 0) {
+        await this.serial(acct, async () => {
+          const open = await this.store.query('SELECT 1 FROM holds WHERE hold_id = $1', [acct.leaseId]);
+          if (open.rows.length === 0) {
+            acct.leaseId = undefined;
+            acct.remaining = 0n;
+          }
+        });
+      }
+      if (acct.inflight === 0 && acct.writing === 0 && now - acct.lastUsed >= this.settings.idleMs) {
+        await this.serial(acct, async () => {
+          if (acct.inflight !== 0 || acct.writing !== 0) return;
+          await this.handBack(acct);
+          if (acct.inflight === 0 && acct.writing === 0 && !acct.leaseId) this.accounts.delete(acct.account);
+        });
+      }
+    }
+  }
+
+  /** Hands every lease back (shutdown). */
+  async handBackAll(): Promise<void> {
+    this.closing = true;
+    for (const acct of this.accounts.values()) await this.serial(acct, () => this.handBack(acct));
+  }
+
+  /** Releases the account's lease (everything it has left goes back to the account). */
+  private async handBack(acct: AccountLease): Promise<void> {
+    const leaseId = acct.leaseId;
+    if (!leaseId) return;
+    await this.store.tx((q) => release(q, { holdId: leaseId, meta: { reason: this.closing ? 'shutdown' : 'idle' } }));
+    acct.refused = undefined;
+    if (acct.leaseId === leaseId) {
+      acct.leaseId = undefined;
+      acct.remaining = 0n;
+    }
+  }
+
+  private serial<T>(acct: AccountLease, fn: () => Promise<T>): Promise<T> {
+    const run = acct.chain.then(fn, fn);
+    acct.chain = run.catch(() => {});
+    return run;
+  }
+}
