@@ -92,6 +92,13 @@ module.exports = {
       to: { path: '^proxy/(protocols|upstreams|sse)/' },
     },
     {
+      name: 'billing-one-face',
+      comment: 'Billing is reached one way: through proxy/billing/index.ts, never its inner files.',
+      severity: 'error',
+      from: { path: '^proxy/', pathNot: '^proxy/billing/|\\.test\\.ts$' },
+      to: { path: '^proxy/billing/', pathNot: '^proxy/billing/index\\.ts$' },
+    },
+    {
       name: 'only-tests-import-test',
       comment: 'Nothing outside test/ imports test/ (co-located unit tests included).',
       severity: 'error',

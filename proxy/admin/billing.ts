@@ -6,8 +6,8 @@ import { badRequest, GatewayError } from '../../kernel/errors.js';
 import { sendJson } from '../http/send.js';
 import type { RequestContext, Route } from '../http/context.js';
 import type { Queryable } from '../store/index.js';
-import { accountState, credit, keySpent, verifyLedger } from '../billing/ledger.js';
-import { listUsage, parseUsageQuery } from '../billing/usage.js';
+import { accountState, credit, keySpent, verifyLedger } from '../billing/index.js';
+import { listUsage, parseUsageQuery } from '../billing/index.js';
 
 /**
  * Credits over HTTP. Admin port (admin token): grant credits to an account, read an account,

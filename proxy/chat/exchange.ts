@@ -1,5 +1,5 @@
 import type { OutgoingHttpHeaders } from 'node:http';
-import type { ChatCharge, ChatSettlement } from '../billing/types.js';
+import type { ChatCharge, ChatSettlement } from '../billing/index.js';
 import type { RequestContext } from '../http/context.js';
 import { estimateTokens, type Usage } from '../ir/usage.js';
 import { coalesce } from './relay.js';

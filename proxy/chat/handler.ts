@@ -1,5 +1,5 @@
 import type { Dispatcher } from 'undici';
-import type { ChatProtocol } from '../billing/types.js';
+import type { ChatProtocol } from '../billing/index.js';
 import type { GroupModel } from '../config/runtime.js';
 import { estimateTokens } from '../ir/usage.js';
 import type { ProtocolAdapter } from '../protocols/index.js';

@@ -1,11 +1,11 @@
 import { MICRO } from '../../api/snapshot/money.js';
 import { billingFeature } from '../admin/billing.js';
-import { meteredBilling } from '../billing/engine.js';
-import { credit } from '../billing/ledger.js';
+import { meteredBilling } from '../billing/index.js';
+import { credit } from '../billing/index.js';
 import { chatFeature } from '../chat/feature.js';
 import { tasksFeature } from '../tasks/feature.js';
 import type { FeatureFactory, Gateway } from './gateway.js';
-import type { Billing } from '../billing/types.js';
+import type { Billing } from '../billing/index.js';
 import type { GatewayDeps } from '../http/deps.js';
 
 /**

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import type { GatewayConfig } from '../../api/snapshot/index.js';
 import { Redis } from 'ioredis';
 import { MemoryCounter, RateLimiter, RedisCounter } from '../auth/rate-limit.js';
-import type { Billing } from '../billing/types.js';
+import type { Billing } from '../billing/index.js';
 import { RuntimeConfig } from '../config/runtime.js';
 import type { ConfigSource } from '../config/source.js';
 import { createMetrics } from '../metrics/index.js';

@@ -1,7 +1,7 @@
 import type { Registry } from 'prom-client';
 import type { Settings } from '../../kernel/settings.js';
 import type { RateLimiter } from '../auth/rate-limit.js';
-import type { Billing } from '../billing/types.js';
+import type { Billing } from '../billing/index.js';
 import type { RuntimeConfig } from '../config/runtime.js';
 import type { Store } from '../store/index.js';
 import type { Cooldowns } from '../upstreams/index.js';

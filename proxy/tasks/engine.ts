@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import type { CompiledBackend } from '../../api/snapshot/index.js';
-import { capture, release } from '../billing/ledger.js';
+import { capture, release } from '../billing/index.js';
 import type { RuntimeConfig } from '../config/runtime.js';
 import type { Logger } from '../../kernel/log.js';
 import type { Store } from '../store/index.js';

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { holdForKey } from '../billing/ledger.js';
+import { holdForKey } from '../billing/index.js';
 import { badRequest, GatewayError } from '../../kernel/errors.js';
 import { sendJson } from '../http/send.js';
 import type { RequestContext } from '../http/context.js';

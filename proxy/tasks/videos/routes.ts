@@ -1,4 +1,4 @@
-import { accountState, checkKeySpend, InsufficientCreditsError } from '../../billing/ledger.js';
+import { accountState, checkKeySpend, InsufficientCreditsError } from '../../billing/index.js';
 import { readJson } from '../../http/body.js';
 import { badRequest, GatewayError } from '../../../kernel/errors.js';
 import type { RequestContext, Route } from '../../http/context.js';
