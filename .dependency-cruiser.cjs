@@ -4,9 +4,9 @@
 // folders after it in LAYERS. protocols/* and upstreams/* meet only through ir/.
 const LAYERS = [
   'front', // node:http servers, pipeline, error rendering, composition
+  'admin', // admin API routes and the consoles' aggregate queries (they read tasks, webhooks, billing)
   'chat', // the chat exchange
   'tasks', // image and video task engine
-  'admin', // admin API routes
   'http', // request context, body reading, JSON answers, feature deps
   'auth', // keys, client restriction, rate limits
   'billing', // ledger, leases, group commit, journal: no HTTP

@@ -47,7 +47,7 @@ export async function handleCountTokens(ctx: RequestContext, deps: GatewayDeps):
     });
     let resp;
     try {
-      resp = await callUpstream({ backend, ...call, signal: ctx.signal });
+      resp = await callUpstream({ backend, ...call, signal: ctx.signal, dispatcher: deps.upstreamAgent });
     } catch (err) {
       return { failed: { kind: (err as UpstreamError).kind } };
     }

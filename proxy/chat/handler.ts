@@ -109,7 +109,7 @@ async function forward(
     });
     let resp: Dispatcher.ResponseData;
     try {
-      resp = await callUpstream({ backend, ...call, signal: upstreamSignal });
+      resp = await callUpstream({ backend, ...call, signal: upstreamSignal, dispatcher: deps.upstreamAgent });
     } catch (err) {
       const e = err as UpstreamError;
       if (e.kind !== 'aborted') {

@@ -15,7 +15,7 @@ import { createLogger, type Logger } from '../../kernel/log.js';
 import { readSettings, type Settings } from '../../kernel/settings.js';
 import { sendJson } from '../http/send.js';
 import type { Route } from '../http/context.js';
-import { Cooldowns } from '../upstreams/index.js';
+import { Cooldowns, createUpstreamAgent } from '../upstreams/index.js';
 import { openStore, type Store } from '../store/index.js';
 
 export type FeatureFactory = (deps: GatewayDeps) => Feature & { adminRoutes?: Route[] };
@@ -87,7 +87,17 @@ export async function startGateway(opts: StartOptions): Promise<Gateway> {
   const limiter = new RateLimiter(
     opts.redisUrl ? new RedisCounter(new Redis(opts.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 2 })) : new MemoryCounter(),
   );
-  const base = { store, log, registry: metrics.registry, config: () => runtime, options, cooldowns: new Cooldowns(), limiter, settings };
+  const base = {
+    store,
+    log,
+    registry: metrics.registry,
+    config: () => runtime,
+    options,
+    cooldowns: new Cooldowns(),
+    limiter,
+    settings,
+    upstreamAgent: createUpstreamAgent(),
+  };
   const billing = opts.billing(base);
   const deps: GatewayDeps = { ...base, billing };
   const features = opts.features.map((f) => f(deps));
@@ -150,6 +160,8 @@ export async function startGateway(opts: StartOptions): Promise<Gateway> {
       await billing.close().catch((err: Error) => log.error('billing close failed', { error: err.message }));
       await opts.source.stop();
       await limiter.close();
+      // Streams of features that stopped are gone; what is left of the pools is idle.
+      await base.upstreamAgent.destroy().catch(() => {});
       admin.close();
       admin.closeAllConnections();
       if (ownStore) await store.close();

@@ -1,3 +1,4 @@
+import type { Dispatcher } from 'undici';
 import type { Registry } from 'prom-client';
 import type { Settings } from '../../kernel/settings.js';
 import type { RateLimiter } from '../auth/rate-limit.js';
@@ -34,6 +35,8 @@ export interface GatewayDeps {
   cooldowns: Cooldowns;
   /** Group rate limits; chat reports the tokens each request used. */
   limiter: RateLimiter;
+  /** The undici Agent every upstream call of this gateway goes through (closed with the gateway). */
+  upstreamAgent: Dispatcher;
   /** The config in service (undefined while the proxy is not ready). */
   config: () => RuntimeConfig | undefined;
   options: GatewayOptions;

@@ -1,3 +1,4 @@
+import type { Dispatcher } from 'undici';
 import { Readable } from 'node:stream';
 import type { CompiledBackend } from '../../api/snapshot/index.js';
 import { capture, release } from '../billing/index.js';
@@ -34,6 +35,8 @@ export interface EngineDeps {
   cooldowns: Cooldowns;
   /** How `{env: NAME}` credentials are looked up (the settings read at start). */
   secretFromEnv: (name: string) => string | undefined;
+  /** The gateway's upstream agent. */
+  upstreamAgent: Dispatcher;
   kinds: Partial<Record<TaskKind, TaskKindSpec>>;
   /** This replica's worker identity (lease owner). */
   owner: string;
@@ -137,6 +140,7 @@ export class TaskEngine {
   private context(taskId: string, backend: CompiledBackend, signal: AbortSignal, files: LocalMedia[]): ProviderContext {
     return {
       backend,
+      dispatcher: this.d.upstreamAgent,
       credential: credentialOf(backend, this.d.secretFromEnv),
       taskId,
       signal,

@@ -84,6 +84,7 @@ export function tasksFeature(overrides: Partial<TaskSettings> = {}) {
       config: deps.config,
       cooldowns: deps.cooldowns,
       secretFromEnv: deps.settings.secretFromEnv,
+      upstreamAgent: deps.upstreamAgent,
       storage,
       media,
       settings,

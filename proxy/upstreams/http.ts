@@ -2,24 +2,17 @@ import { Agent, type Dispatcher } from 'undici';
 import type { CompiledBackend } from './types.js';
 
 /**
- * One undici Agent for every upstream: it keeps a keep-alive Pool per origin. Timeouts are per
- * request (the backend's timeoutMs) for the response headers and for each gap between body
- * chunks, so a long stream that keeps producing never times out.
+ * The undici Agent a gateway reaches every upstream with (one per gateway, closed with it): it
+ * keeps a keep-alive Pool per origin. Timeouts are per request (the backend's timeoutMs) for the
+ * response headers and for each gap between body chunks, so a long stream that keeps producing
+ * never times out.
  */
-let agent: Agent | undefined;
-export function upstreamAgent(): Agent {
-  return (agent ??= new Agent({
+export function createUpstreamAgent(): Agent {
+  return new Agent({
     keepAliveTimeout: 30_000,
     keepAliveMaxTimeout: 300_000,
     connect: { timeout: 10_000 },
-  }));
-}
-
-/** Closes the shared agent (tests, shutdown). A later call creates a new one. */
-export async function closeUpstreamAgent(): Promise<void> {
-  const a = agent;
-  agent = undefined;
-  await a?.close();
+  });
 }
 
 interface Target {
@@ -45,6 +38,8 @@ export interface UpstreamCall {
   headers: Record<string, string>;
   body: Buffer;
   signal: AbortSignal;
+  /** The gateway's upstream agent. */
+  dispatcher: Dispatcher;
 }
 
 export type UpstreamFailure = 'timeout' | 'unavailable' | 'aborted';
@@ -74,7 +69,7 @@ export function classify(err: unknown, signal?: AbortSignal): UpstreamError {
 export async function callUpstream(call: UpstreamCall): Promise<Dispatcher.ResponseData> {
   const t = targetOf(call.backend);
   try {
-    return await upstreamAgent().request({
+    return await call.dispatcher.request({
       origin: t.origin,
       path: t.basePath + call.path,
       method: 'POST',

@@ -1,7 +1,7 @@
 export { chatProvider, taskProvider, type ProviderEntry } from './registry.js';
 
 export { credentialOf } from './credentials.js';
-export { callUpstream, classify, closeUpstreamAgent, UpstreamError } from './http.js';
+export { callUpstream, classify, createUpstreamAgent, UpstreamError } from './http.js';
 export { clientHeader, commonHeaders, responseHeaders, USER_AGENT } from './headers.js';
 export { Cooldowns, cooldownMs, orderBackends } from './select.js';
 export { failover, type Attempt, type AttemptFailure, type FailoverResult } from './failover.js';

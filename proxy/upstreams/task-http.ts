@@ -1,8 +1,10 @@
 import type { Readable } from 'node:stream';
-import type { CompiledBackend } from '../../api/snapshot/index.js';
-import { classify, targetOf, upstreamAgent } from './http.js';
+import { classify, targetOf } from './http.js';
 import { USER_AGENT } from './headers.js';
-import { ProviderError } from './task-provider.js';
+import { ProviderError, type ProviderContext } from './task-provider.js';
+
+/** What an HTTP call of a task provider needs of its context: the backend and the gateway's agent. */
+export type ProviderTarget = Pick<ProviderContext, 'backend' | 'dispatcher'>;
 
 /**
  * HTTP for task providers: one call to the backend, its JSON answer, and the mapping of what
@@ -26,11 +28,12 @@ export interface ProviderResponse {
 /** Largest JSON answer read (inline base64 images of four 4K pictures fit easily). */
 const MAX_JSON = 512 * 1024 * 1024;
 
-export async function callProvider(backend: CompiledBackend, call: ProviderCall): Promise<ProviderResponse> {
+export async function callProvider(target: ProviderTarget, call: ProviderCall): Promise<ProviderResponse> {
+  const { backend } = target;
   const t = targetOf(backend);
   let resp;
   try {
-    resp = await upstreamAgent().request({
+    resp = await target.dispatcher.request({
       origin: t.origin,
       path: t.basePath + call.path,
       method: call.method,
@@ -88,7 +91,7 @@ export function header(v: string | string[] | undefined): string | undefined {
 
 /** GET of a result file on the provider, streamed. `auth` only travels to the backend's own origin. */
 export async function openUrl(
-  backend: CompiledBackend,
+  target: ProviderTarget,
   url: string,
   signal: AbortSignal,
   auth?: Record<string, string>,
@@ -96,10 +99,11 @@ export async function openUrl(
   const u = new URL(url);
   if (u.protocol !== 'http:' && u.protocol !== 'https:')
     throw new ProviderError(false, 'upstream_invalid_response', 'the upstream gave a result URL that is not http(s)');
+  const { backend } = target;
   const sameOrigin = u.origin === targetOf(backend).origin;
   let resp;
   try {
-    resp = await upstreamAgent().request({
+    resp = await target.dispatcher.request({
       origin: u.origin,
       path: `${u.pathname}${u.search}`,
       method: 'GET',

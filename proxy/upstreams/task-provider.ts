@@ -1,4 +1,5 @@
 import type { Readable } from 'node:stream';
+import type { Dispatcher } from 'undici';
 import type { CompiledBackend } from '../../api/snapshot/index.js';
 import type { Logger } from '../../kernel/log.js';
 
@@ -64,6 +65,8 @@ export interface LocalMedia {
 
 export interface ProviderContext {
   backend: CompiledBackend;
+  /** The gateway's upstream agent (keep-alive pools per origin). */
+  dispatcher: Dispatcher;
   credential: string | undefined;
   taskId: string;
   /** Aborts on shutdown, lost lease, cancel or deadline. */

@@ -29,7 +29,7 @@ export const openaiImages: TaskProvider<ImageJob> = {
         // GPT image models always answer base64 and reject response_format.
         ...(model.startsWith('dall-e') ? { response_format: 'b64_json' } : {}),
       };
-      r = await callProvider(ctx.backend, {
+      r = await callProvider(ctx, {
         method: 'POST',
         path: '/images/generations',
         headers: { ...auth, 'content-type': 'application/json' },
@@ -52,7 +52,7 @@ export const openaiImages: TaskProvider<ImageJob> = {
         ...(mask ? [{ name: 'mask', file: mask }] : []),
       ];
       const form = multipartBody(parts);
-      r = await callProvider(ctx.backend, {
+      r = await callProvider(ctx, {
         method: 'POST',
         path: '/images/edits',
         headers: { ...auth, 'content-type': form.contentType, 'content-length': String(form.length) },
@@ -63,7 +63,7 @@ export const openaiImages: TaskProvider<ImageJob> = {
     return outcomeOf(r);
   },
 
-  open: (output, ctx) => openUrl(ctx.backend, output.url, ctx.signal),
+  open: (output, ctx) => openUrl(ctx, output.url, ctx.signal),
 };
 
 function outcomeOf(r: ProviderResponse): ProviderOutcome {

@@ -27,7 +27,7 @@ export const openaiVideos: TaskProvider<VideoJob> = {
       size: openaiVideoSize(model, job.resolution, job.aspectRatio),
       ...(job.firstFrameUrl ? { input_reference: { image_url: job.firstFrameUrl } } : {}),
     };
-    const r = await callProvider(ctx.backend, {
+    const r = await callProvider(ctx, {
       method: 'POST',
       path: '/videos',
       headers: { ...auth(ctx), 'content-type': 'application/json' },
@@ -38,11 +38,11 @@ export const openaiVideos: TaskProvider<VideoJob> = {
   },
 
   async poll(upstreamId, _data, ctx) {
-    const r = await callProvider(ctx.backend, { method: 'GET', path: `/videos/${encodeURIComponent(upstreamId)}`, headers: auth(ctx), signal: ctx.signal });
+    const r = await callProvider(ctx, { method: 'GET', path: `/videos/${encodeURIComponent(upstreamId)}`, headers: auth(ctx), signal: ctx.signal });
     return outcomeOf(r, ctx, false);
   },
 
-  open: (output, ctx) => openUrl(ctx.backend, output.url, ctx.signal, auth(ctx)),
+  open: (output, ctx) => openUrl(ctx, output.url, ctx.signal, auth(ctx)),
 };
 
 const auth = (ctx: ProviderContext): Record<string, string> => (ctx.credential ? { authorization: `Bearer ${ctx.credential}` } : {});

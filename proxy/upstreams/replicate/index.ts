@@ -19,7 +19,7 @@ export const replicate: TaskProvider = {
   async submit(job, ctx) {
     const { path, version } = createPath(ctx.backend.model);
     const body = { ...(version ? { version } : {}), input: inputOf(job) };
-    const r = await callProvider(ctx.backend, {
+    const r = await callProvider(ctx, {
       method: 'POST',
       path,
       headers: { ...auth(ctx), 'content-type': 'application/json' },
@@ -30,7 +30,7 @@ export const replicate: TaskProvider = {
   },
 
   async poll(upstreamId, data, ctx) {
-    const r = await callProvider(ctx.backend, {
+    const r = await callProvider(ctx, {
       method: 'GET',
       path: `/predictions/${encodeURIComponent(upstreamId)}`,
       headers: auth(ctx),
@@ -40,7 +40,7 @@ export const replicate: TaskProvider = {
   },
 
   async cancel(upstreamId, _data, ctx) {
-    const r = await callProvider(ctx.backend, {
+    const r = await callProvider(ctx, {
       method: 'POST',
       path: `/predictions/${encodeURIComponent(upstreamId)}/cancel`,
       headers: auth(ctx),
@@ -49,7 +49,7 @@ export const replicate: TaskProvider = {
     if (r.status >= 400) throw statusError(r, errorText(r.json), undefined);
   },
 
-  open: (output, ctx) => openUrl(ctx.backend, output.url, ctx.signal, auth(ctx)),
+  open: (output, ctx) => openUrl(ctx, output.url, ctx.signal, auth(ctx)),
 };
 
 const auth = (ctx: ProviderContext): Record<string, string> => (ctx.credential ? { authorization: `Bearer ${ctx.credential}` } : {});
