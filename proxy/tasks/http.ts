@@ -18,6 +18,8 @@ export interface TasksRuntime {
   admission: AdmissionQueue;
   engine: TaskEngine;
   settings: TaskSettings;
+  /** Submissions under an Idempotency-Key in progress in this gateway, by key hash and Idempotency-Key. */
+  submitting: Map<string, Promise<void>>;
   /** Wakes the task worker (a new task is due). */
   wake(): void;
   onSubmitted?(kind: TaskKind): void;
@@ -58,19 +60,17 @@ export async function submitTask(ctx: RequestContext, rt: TasksRuntime, s: Submi
   // Retries racing under one Idempotency-Key in this process wait for the first, which starts
   // any upstream work once (replicas racing each other are settled by the unique index).
   const slot = `${ctx.key!.hash}\0${idem}`;
-  for (let p = inFlight.get(slot); p; p = inFlight.get(slot)) await p;
+  for (let p = rt.submitting.get(slot); p; p = rt.submitting.get(slot)) await p;
   let done!: () => void;
-  inFlight.set(slot, new Promise<void>((resolve) => (done = resolve)));
+  rt.submitting.set(slot, new Promise<void>((resolve) => (done = resolve)));
   try {
     await admitTask(ctx, rt, s, idem);
   } finally {
-    inFlight.delete(slot);
+    rt.submitting.delete(slot);
     done();
   }
 }
 
-/** Submissions under an Idempotency-Key in progress in this process, by key hash and Idempotency-Key. */
-const inFlight = new Map<string, Promise<void>>();
 
 async function admitTask(ctx: RequestContext, rt: TasksRuntime, s: SubmitInput, idem: string | undefined): Promise<void> {
   const key = ctx.key!;
