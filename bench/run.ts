@@ -1,19 +1,28 @@
 /**
- * `npm run bench [-- --quick]`: the chat overhead benchmark. In one run it measures the
- * simulator called directly and through the gateway (Chat Completions, JSON and SSE, 1 and 50
- * keep-alive connections): added latency p50/p99, throughput, time to first byte and the
- * gateway's RSS, and rewrites the "## Chat overhead" section of bench/RESULTS.md.
+ * `npm run bench [-- --quick]`: the chat overhead benchmark, every figure a ratio to floors
+ * measured in the same run. Targets, each its own process: the simulator called directly; the
+ * bare Node proxy floor (node:http -> undici Pool, nothing parsed); nginx as a reverse proxy when
+ * it is installed; the gateway with billing on PostgreSQL (when DATABASE_URL is set), as the
+ * quickstart ships it (in-memory PGlite) and with billing off. Scenarios: Chat Completions, JSON
+ * and SSE, 1 and 50 keep-alive connections. For each: requests/s, p50/p99, time to first byte
+ * (1 connection), the target's own CPU per request (from /proc) and its RSS. Rewrites the
+ * "## Chat overhead" section of bench/RESULTS.md.
  *
- * Settings (environment): BENCH_DURATION_MS (per scenario, default 8000; --quick 2000),
- * BENCH_WARMUP_MS (default 1000; --quick 500), BENCH_CONNECTIONS (default "1,50"),
- * BENCH_VARIANTS (default "metered,no-billing").
+ * Load: wrk (Debian's `wrk`) at 50 connections when installed (a C load generator leaves the
+ * cores to the targets), the Node load generator otherwise and at 1 connection (it measures the
+ * first byte). Settings (environment): BENCH_DURATION_MS (per scenario, default 8000; --quick
+ * 3000), BENCH_WARMUP_MS (default 1000), BENCH_CONNECTIONS (default "1,50"), BENCH_TARGETS
+ * (default every target: "floor,nginx,postgres,pglite,no-billing").
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync, existsSync } from 'node:fs';
-import { loadavg } from 'node:os';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BENCH_KEY, chatBody } from './chat/config.js';
 import { runLoad, type LoadResult } from './chat/load.js';
+import { runWrk, wrkAvailable } from './chat/wrk.js';
 import { envNumber } from './env.js';
 import { measuredBy, writeSection } from './results.js';
 
@@ -22,9 +31,31 @@ const NOTES = fileURLToPath(new URL('./chat/NOTES.md', import.meta.url));
 const SECTION = '## Chat overhead';
 
 const quick = process.argv.includes('--quick');
-const durationMs = envNumber('BENCH_DURATION_MS', quick ? 2000 : 8000);
-const warmupMs = envNumber('BENCH_WARMUP_MS', quick ? 500 : 1000);
+const durationMs = envNumber('BENCH_DURATION_MS', quick ? 3000 : 8000);
+const warmupMs = envNumber('BENCH_WARMUP_MS', 1000);
 const connectionsList = (process.env.BENCH_CONNECTIONS ?? '1,50').split(',').map(Number);
+const wantedTargets = (process.env.BENCH_TARGETS ?? 'floor,nginx,postgres,pglite,no-billing').split(',');
+const TICK_US = 1e6 / 100; // /proc/PID/stat counts in clock ticks (USER_HZ = 100 on Linux)
+
+interface Target {
+  name: string;
+  title: string;
+  url: string;
+  pid: number;
+  stop(): void;
+  /** Whether requests carry the API key (the gateway) or go as they are (floors). */
+  gateway: boolean;
+}
+
+interface Row {
+  target: string;
+  mode: 'json' | 'stream';
+  connections: number;
+  load: LoadResult;
+  /** The target process's own CPU (user + system) per request, µs. */
+  cpuUs: number;
+  rssMiB: number;
+}
 
 function startChild(args: string[], env: Record<string, string> = {}): Promise<{ child: ChildProcess; url: string }> {
   return new Promise((resolve, reject) => {
@@ -43,7 +74,60 @@ function startChild(args: string[], env: Record<string, string> = {}): Promise<{
   });
 }
 
-/** Resident set size of a process in MiB (Linux /proc; ps elsewhere). */
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** nginx as a plain reverse proxy with upstream keep-alive: one process (no master), so its CPU is one /proc entry. */
+async function startNginx(simUrl: string): Promise<Target | undefined> {
+  const bin = ['/usr/sbin/nginx', '/usr/bin/nginx'].find((p) => existsSync(p));
+  if (!bin) return undefined;
+  const dir = mkdtempSync(join(tmpdir(), 'tollgate-nginx-'));
+  const port = await freePort();
+  const sim = new URL(simUrl);
+  writeFileSync(
+    join(dir, 'nginx.conf'),
+    `daemon off; master_process off; worker_processes 1; pid ${dir}/nginx.pid; error_log ${dir}/error.log error;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/body; proxy_temp_path ${dir}/proxy; fastcgi_temp_path ${dir}/fcgi; uwsgi_temp_path ${dir}/uwsgi; scgi_temp_path ${dir}/scgi;
+  upstream sim { server ${sim.host}; keepalive 256; }
+  server {
+    listen 127.0.0.1:${port};
+    keepalive_requests 1000000;
+    location / { proxy_pass http://sim; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_buffering off; }
+  }
+}
+`,
+  );
+  const child = spawn(bin, ['-c', join(dir, 'nginx.conf'), '-p', dir], { stdio: 'ignore' });
+  await new Promise((r) => setTimeout(r, 500));
+  if (child.exitCode !== null) return undefined;
+  return {
+    name: 'nginx',
+    title: 'nginx reverse proxy (floor)',
+    url: `http://127.0.0.1:${port}`,
+    pid: child.pid!,
+    stop: () => child.kill('SIGTERM'),
+    gateway: false,
+  };
+}
+
+function cpuTicks(pid: number): number {
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return Number(f[11]) + Number(f[12]); // utime, stime (fields 14 and 15)
+  } catch {
+    return NaN;
+  }
+}
+
 function rssMiB(pid: number): number {
   try {
     const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -53,109 +137,118 @@ function rssMiB(pid: number): number {
   }
 }
 
-/** The gateway as shipped (metered billing), and with billing off to isolate the chat path. */
-const VARIANTS = [
-  { name: 'metered', title: 'Gateway as shipped (metered billing on in-memory PGlite)', env: {} },
-  { name: 'no-billing', title: 'Chat path alone (a billing that holds and charges nothing)', env: { BENCH_BILLING: 'none' } },
-] as const;
-
-interface Row {
-  variant: (typeof VARIANTS)[number]['name'];
-  mode: 'json' | 'stream';
-  connections: number;
-  direct: LoadResult;
-  gateway: LoadResult;
-  gatewayRssMiB: number;
-}
-
 const loadAtStart = loadavg()[0]!;
 
 async function main(): Promise<void> {
+  const useWrk = await wrkAvailable();
   const sim = await startChild(['sim']);
+  const targets: Target[] = [{ name: 'direct', title: 'simulator, called directly', url: sim.url, pid: sim.child.pid!, stop: () => {}, gateway: false }];
+  const child = async (name: string, title: string, args: string[], env: Record<string, string>, gateway: boolean) => {
+    const c = await startChild(args, env);
+    targets.push({ name, title, url: c.url, pid: c.child.pid!, stop: () => c.child.kill('SIGTERM'), gateway });
+  };
   const rows: Row[] = [];
-  const idle: Record<string, number> = {};
-  const direct = new Map<string, LoadResult>();
+  const idleRss = new Map<string, number>();
   try {
-    const wanted = (process.env.BENCH_VARIANTS ?? 'metered,no-billing').split(',');
-    for (const variant of VARIANTS.filter((v) => wanted.includes(v.name))) {
-      const gw = await startChild(['gateway', sim.url], variant.env);
-      idle[variant.name] = rssMiB(gw.child.pid!);
-      try {
-        for (const connections of connectionsList) {
-          for (const mode of ['json', 'stream'] as const) {
-            const stream = mode === 'stream';
-            const common = { path: '/v1/chat/completions', connections, warmupMs, durationMs };
-            // The direct baseline is measured once per scenario, right before the first gateway run.
-            const key = `${mode}:${connections}`;
-            if (!direct.has(key)) direct.set(key, await runLoad({ ...common, url: sim.url, headers: {}, body: chatBody('gpt-sim', stream) }));
-            const d = direct.get(key)!;
-            let peak = 0;
-            const sampler = setInterval(() => (peak = Math.max(peak, rssMiB(gw.child.pid!))), 100);
-            const g = await runLoad({ ...common, url: gw.url, headers: { authorization: `Bearer ${BENCH_KEY}` }, body: chatBody('sim-gpt', stream) });
-            clearInterval(sampler);
-            rows.push({ variant: variant.name, mode, connections, direct: d, gateway: g, gatewayRssMiB: Math.max(peak, rssMiB(gw.child.pid!)) });
-            process.stderr.write(
-              `${variant.name} ${mode} x${connections}: direct ${d.rps.toFixed(0)} rps p50 ${d.p50.toFixed(3)} ms; gateway ${g.rps.toFixed(0)} rps p50 ${g.p50.toFixed(3)} ms (errors ${d.errors}/${g.errors})\n`,
-            );
-          }
+    if (wantedTargets.includes('floor')) await child('floor', 'bare Node proxy (floor): node:http -> undici Pool', ['floor', sim.url], {}, false);
+    if (wantedTargets.includes('nginx')) {
+      const n = await startNginx(sim.url);
+      if (n) targets.push(n);
+    }
+    if (wantedTargets.includes('postgres') && process.env.DATABASE_URL)
+      await child('postgres', 'Tollgate, metered billing on PostgreSQL', ['gateway', sim.url], { BENCH_DATABASE_URL: process.env.DATABASE_URL }, true);
+    if (wantedTargets.includes('pglite'))
+      await child('pglite', 'Tollgate as the quickstart ships it (billing on in-memory PGlite)', ['gateway', sim.url], {}, true);
+    if (wantedTargets.includes('no-billing'))
+      await child('no-billing', 'Tollgate, chat path alone (billing off)', ['gateway', sim.url], { BENCH_BILLING: 'none' }, true);
+    for (const t of targets) idleRss.set(t.name, rssMiB(t.pid));
+
+    for (const connections of connectionsList) {
+      for (const mode of ['json', 'stream'] as const) {
+        for (const t of targets) {
+          const opts = {
+            url: t.url,
+            path: '/v1/chat/completions',
+            connections,
+            warmupMs,
+            durationMs,
+            headers: t.gateway ? { authorization: `Bearer ${BENCH_KEY}` } : ({} as Record<string, string>),
+            body: chatBody(t.gateway ? 'sim-gpt' : 'gpt-sim', mode === 'stream'),
+          };
+          // The warm-up runs first, then the counted window: CPU is read around the whole call
+          // and divided by every request served in it (warm-up included, estimated at the same rate).
+          const before = cpuTicks(t.pid);
+          const t0 = performance.now();
+          const load = useWrk && connections > 1 ? await runWrk(opts) : await runLoad(opts);
+          const wall = (performance.now() - t0) / 1000;
+          const ticks = cpuTicks(t.pid) - before;
+          const served = load.rps * wall;
+          rows.push({ target: t.name, mode, connections, load, cpuUs: (ticks * TICK_US) / served, rssMiB: rssMiB(t.pid) });
+          process.stderr.write(
+            `${t.name} ${mode} x${connections}: ${load.rps.toFixed(0)} rps, p50 ${load.p50.toFixed(3)} ms, cpu ${((ticks * TICK_US) / served).toFixed(1)} µs/req, errors ${load.errors}\n`,
+          );
         }
-      } finally {
-        gw.child.kill('SIGTERM');
       }
     }
   } finally {
+    for (const t of targets) t.stop();
     sim.child.kill('SIGTERM');
   }
-  writeSection(SECTION, render(rows, idle));
+  writeSection(SECTION, render(rows, targets, idleRss, useWrk));
 }
 
-const ms = (v: number) => (Number.isFinite(v) ? v.toFixed(3) : 'n/a');
-const signed = (v: number) => `${v >= 0 ? '+' : ''}${ms(v)}`;
+const fx = (v: number, d = 3) => (Number.isFinite(v) ? v.toFixed(d) : 'n/a');
+const signed = (v: number) => (Number.isFinite(v) ? `${v >= 0 ? '+' : ''}${v.toFixed(3)}` : 'n/a');
 
-function render(rows: Row[], idle: Record<string, number>): string {
+function render(rows: Row[], targets: Target[], idleRss: Map<string, number>, useWrk: boolean): string {
   const lines = [
     SECTION,
     '',
     `${measuredBy(`npm run bench${quick ? ' -- --quick' : ''}`)}, ${process.platform}.`,
-    `The load generator (undici Pool, keep-alive, closed loop), the simulator and the gateway run as separate processes on this machine; ${durationMs / 1000} s per scenario after ${warmupMs / 1000} s of warm-up. Load average: ${loadAtStart.toFixed(1)} at the start, ${loadavg()[0]!.toFixed(1)} at the end (other work on the machine shows here).`,
-    'Request: POST /v1/chat/completions, a 2 KB body, a 12-word answer (SSE: 15 events). The gateway runs every feature of `tollgate serve`: key lookup, validation, billing, passthrough with the usage tap.',
+    `Every target runs as its own process beside the simulator; load from ${useWrk ? 'wrk (50 connections) and the Node load generator (1 connection: it measures the first byte)' : 'the Node load generator (undici Pool, keep-alive, closed loop)'}; ${durationMs / 1000} s per scenario after ${warmupMs / 1000} s of warm-up. Load average: ${loadAtStart.toFixed(1)} at the start, ${loadavg()[0]!.toFixed(1)} at the end.`,
+    'Request: POST /v1/chat/completions, a 2 KB body, a 12-word answer (SSE: 15 events). CPU is the target process’s own (user + system, /proc) per request served.',
     '',
+    '| target | mode | conns | req/s | % of direct | CPU µs/req | × floor CPU | p50 / p99 ms | added p50 ms | added TTFB ms | errors |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
-  for (const variant of VARIANTS) {
-    const vr = rows.filter((r) => r.variant === variant.name);
-    if (!vr.length) continue;
+  for (const r of rows) {
+    const direct = rows.find((d) => d.target === 'direct' && d.mode === r.mode && d.connections === r.connections)!;
+    const floor = rows.find((d) => d.target === 'floor' && d.mode === r.mode && d.connections === r.connections);
+    const isDirect = r.target === 'direct';
     lines.push(
-      `### ${variant.title}`,
-      '',
-      '| mode | conns | direct req/s | gateway req/s | gateway/direct | direct p50 / p99 ms | gateway p50 / p99 ms | added p50 / p99 ms | direct TTFB p50 ms | gateway TTFB p50 ms | added TTFB ms | errors |',
-      '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+      `| ${r.target} | ${r.mode} | ${r.connections} | ${r.load.rps.toFixed(0)} | ${isDirect ? '100%' : `${((r.load.rps / direct.load.rps) * 100).toFixed(0)}%`} | ${isDirect ? '—' : fx(r.cpuUs, 1)} | ${isDirect || !floor ? '—' : `${(r.cpuUs / floor.cpuUs).toFixed(2)}×`} | ${fx(r.load.p50)} / ${fx(r.load.p99)} | ${isDirect ? '—' : signed(r.load.p50 - direct.load.p50)} | ${isDirect ? '—' : signed(r.load.ttfb50 - direct.load.ttfb50)} | ${r.load.errors} |`,
     );
-    for (const r of vr) {
-      const d = r.direct;
-      const g = r.gateway;
-      lines.push(
-        `| ${r.mode} | ${r.connections} | ${d.rps.toFixed(0)} | ${g.rps.toFixed(0)} | ${((g.rps / d.rps) * 100).toFixed(0)}% | ${ms(d.p50)} / ${ms(d.p99)} | ${ms(g.p50)} / ${ms(g.p99)} | ${signed(g.p50 - d.p50)} / ${signed(g.p99 - d.p99)} | ${ms(d.ttfb50)} | ${ms(g.ttfb50)} | ${signed(g.ttfb50 - d.ttfb50)} | ${d.errors + g.errors} |`,
-      );
-    }
-    const peak = Math.max(...vr.map((r) => r.gatewayRssMiB));
-    lines.push('', `Gateway RSS: ${idle[variant.name]!.toFixed(0)} MiB idle, ${peak.toFixed(0)} MiB at peak under load.`, '');
-    const at = (mode: string, c: number) => vr.find((r) => r.mode === mode && r.connections === c);
-    const one = at('json', 1);
-    const oneS = at('stream', 1);
-    const fifty = at('json', 50);
-    const fiftyS = at('stream', 50);
-    const goals: string[] = [];
-    if (one)
-      goals.push(
-        `- added p50 at 1 connection (goal ≤ 0.3 ms): JSON ${signed(one.gateway.p50 - one.direct.p50)} ms${oneS ? `, SSE ${signed(oneS.gateway.p50 - oneS.direct.p50)} ms` : ''}`,
-      );
-    if (fifty)
-      goals.push(
-        `- throughput at 50 connections (goal ≥ 40% of direct): JSON ${((fifty.gateway.rps / fifty.direct.rps) * 100).toFixed(0)}%${fiftyS ? `, SSE ${((fiftyS.gateway.rps / fiftyS.direct.rps) * 100).toFixed(0)}%` : ''}`,
-      );
-    if (oneS) goals.push(`- first byte added, SSE at 1 connection (goal ≤ 0.5 ms): ${signed(oneS.gateway.ttfb50 - oneS.direct.ttfb50)} ms`);
-    if (goals.length) lines.push(...goals, '');
   }
+  lines.push('', '| target | what it is | RSS idle MiB | RSS after load MiB |', '|---|---|---:|---:|');
+  for (const t of targets) {
+    const after = Math.max(...rows.filter((r) => r.target === t.name).map((r) => r.rssMiB));
+    lines.push(`| ${t.name} | ${t.title} | ${fx(idleRss.get(t.name) ?? NaN, 0)} | ${fx(after, 0)} |`);
+  }
+  lines.push('');
+  const goal = (name: string) => {
+    const r50 = (mode: string) => rows.find((r) => r.target === name && r.mode === mode && r.connections === 50);
+    const f50 = (mode: string) => rows.find((r) => r.target === 'floor' && r.mode === mode && r.connections === 50);
+    const d50 = (mode: string) => rows.find((r) => r.target === 'direct' && r.mode === mode && r.connections === 50);
+    const r1 = (mode: string) => rows.find((r) => r.target === name && r.mode === mode && r.connections === 1);
+    const d1 = (mode: string) => rows.find((r) => r.target === 'direct' && r.mode === mode && r.connections === 1);
+    const parts: string[] = [];
+    const cpu = ['json', 'stream'].map((m) => (r50(m) && f50(m) ? `${m} ${(r50(m)!.cpuUs / f50(m)!.cpuUs).toFixed(2)}×` : '')).filter(Boolean);
+    if (cpu.length) parts.push(`CPU per request vs the bare Node floor at 50 connections (goal ≤ 2×): ${cpu.join(', ')}`);
+    const tp = ['json', 'stream'].map((m) => (r50(m) && d50(m) ? `${m} ${((r50(m)!.load.rps / d50(m)!.load.rps) * 100).toFixed(0)}%` : '')).filter(Boolean);
+    if (tp.length) parts.push(`throughput at 50 connections (goal ≥ 40% of direct): ${tp.join(', ')}`);
+    const lat =
+      r1('json') && d1('json')
+        ? `added p50 of a whole JSON answer at 1 connection (goal ≤ 0.5 ms): ${signed(r1('json')!.load.p50 - d1('json')!.load.p50)} ms`
+        : '';
+    if (lat) parts.push(lat);
+    const ttfb =
+      r1('stream') && d1('stream')
+        ? `added first byte, SSE at 1 connection (goal ≤ 0.2 ms): ${signed(r1('stream')!.load.ttfb50 - d1('stream')!.load.ttfb50)} ms`
+        : '';
+    if (ttfb) parts.push(ttfb);
+    return parts.length ? [`- **${name}**: ${parts.join('; ')}`] : [];
+  };
+  lines.push(...['postgres', 'pglite', 'no-billing'].flatMap(goal), '');
   if (existsSync(NOTES)) lines.push(readFileSync(NOTES, 'utf8').trim(), '');
   return lines.join('\n');
 }

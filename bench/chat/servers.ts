@@ -1,9 +1,11 @@
 /**
  * The processes under test, each in its own Node process so the load generator, the simulator
- * and the gateway do not share an event loop: `tsx bench/chat/servers.ts sim|gateway SIM_URL`.
+ * and the gateway do not share an event loop: `tsx bench/chat/servers.ts sim|floor|gateway SIM_URL`.
  * Prints one JSON line `{"url": ...}` on stdout when listening.
  */
+import { randomBytes } from 'node:crypto';
 import { MICRO } from '../../api/snapshot/money.js';
+import { openStore } from '../../proxy/store/index.js';
 import { compile, type RawResource } from '../../api/snapshot/index.js';
 import { credit } from '../../proxy/billing/ledger.js';
 import type { Billing } from '../../proxy/billing/types.js';
@@ -13,6 +15,7 @@ import { startGateway } from '../../proxy/front/gateway.js';
 import { createLogger } from '../../kernel/log.js';
 import { startSimulator } from '../../simulator/index.js';
 import { BENCH_KEY_HASH } from './config.js';
+import { startFloor } from './floor.js';
 
 const API = 'tollgate.dev/v1alpha1';
 
@@ -20,6 +23,12 @@ const noBilling = (): Billing => ({ holdChat: async () => ({ heldMicro: 0n, sett
 
 async function main(): Promise<void> {
   const [what, simUrl] = process.argv.slice(2);
+  if (what === 'floor') {
+    const floor = await startFloor(simUrl!);
+    exitOnSignal(() => floor.close());
+    process.stdout.write(`${JSON.stringify({ url: floor.url })}\n`);
+    return;
+  }
   if (what === 'sim') {
     const sim = await startSimulator();
     // The recorder keeps the last 1000 requests whole: fine for tests, noise for a benchmark.
@@ -48,7 +57,12 @@ async function main(): Promise<void> {
   // The product's own path: metered billing on in-memory PGlite, every feature mounted.
   // BENCH_BILLING=none isolates the chat path (a billing that holds and charges nothing).
   const billing = process.env.BENCH_BILLING === 'none' ? noBilling : defaultBilling;
+  // BENCH_DATABASE_URL: the cluster's shape, billing on PostgreSQL (a schema of its own, dropped at exit).
+  const pgUrl = process.env.BENCH_DATABASE_URL;
+  const schema = `bench_chat_${randomBytes(4).toString('hex')}`;
+  const store = pgUrl ? await openStore({ databaseUrl: pgUrl, schema }) : undefined;
   const gw = await startGateway({
+    ...(store ? { store } : {}),
     source: new StaticConfigSource(config),
     port: 0,
     adminPort: 0,
@@ -57,7 +71,13 @@ async function main(): Promise<void> {
     features: defaultFeatures,
   });
   await gw.deps.store.tx((q) => credit(q, { account: 'bench', operationId: 'bench-grant', amount: 1_000_000_000n * MICRO }));
-  exitOnSignal(() => gw.close());
+  exitOnSignal(async () => {
+    await gw.close();
+    if (store) {
+      await store.query(`DROP SCHEMA "${schema}" CASCADE`);
+      await store.close();
+    }
+  });
   process.stdout.write(`${JSON.stringify({ url: gw.url })}\n`);
 }
 

@@ -6,8 +6,8 @@ import { SseParser } from '../sse/index.js';
 /**
  * Streams an upstream SSE body to the client unaltered while a protocol tap reads usage from
  * the same bytes. Only whole events are written, so an in-stream error added after a failure
- * never lands inside a half-written event. The chunk holding the protocol's terminal event is
- * held back and returned: the caller settles the charge first and then sends it, so a client
+ * never lands inside a half-written event. The protocol's terminal event (and anything after it)
+ * is held back and returned: the caller settles the charge first and then sends it, so a client
  * that has seen the end of its stream has been charged durably.
  */
 export interface RelayResult {
@@ -35,7 +35,13 @@ export interface RelayOptions {
 
 export async function relayStream(o: RelayOptions): Promise<RelayResult> {
   const { res, tap } = o;
-  const parser = new SseParser((event, data) => tap.event(event, data));
+  // Where, in the chunk being pushed, the terminal event begins (-1: in an earlier chunk).
+  let terminalAt = -1;
+  const parser = new SseParser((event, data) => {
+    const was = tap.terminal;
+    tap.event(event, data);
+    if (!was && tap.terminal) terminalAt = parser.chunkEventStart;
+  });
   let pending: Buffer[] = [];
   let firstByteAt: bigint | undefined;
   let clientGone = o.clientSignal.aborted;
@@ -53,11 +59,24 @@ export async function relayStream(o: RelayOptions): Promise<RelayResult> {
         clientGone = true;
         if (!o.drain) break;
       }
+      const wasTerminal = tap.terminal;
       const tail = parser.push(chunk);
-      if (tap.terminal || clientGone) {
-        // From the terminal event on, everything waits for settlement.
+      if (clientGone) {
+        pending = [];
+        continue;
+      }
+      if (tap.terminal) {
+        // From the terminal event on, everything waits for settlement; the events before it in
+        // the same chunk go out now (a stream that arrives in one piece still shows its first
+        // events before the charge is written).
+        if (!wasTerminal && terminalAt > 0) {
+          pending.push(chunk.subarray(0, terminalAt));
+          const out = pending;
+          pending = [chunk.subarray(terminalAt)];
+          await write(out);
+          continue;
+        }
         pending.push(chunk);
-        if (clientGone) pending = [];
         continue;
       }
       if (tail === chunk.length) {

@@ -40,6 +40,12 @@ export class SseParser {
   private midLine = false;
   /** Number of events dispatched so far. */
   events = 0;
+  /**
+   * While a listener runs: the offset in the chunk being pushed where the event being dispatched
+   * began, or -1 when it began in an earlier chunk. A relay holding back a terminal event uses it
+   * to send the events before it at once.
+   */
+  chunkEventStart = -1;
 
   constructor(
     private readonly listener: SseListener,
@@ -62,6 +68,7 @@ export class SseParser {
       if (len > 0 && chunk[0] === LF) pos = 1;
     }
     let boundary = -1; // end offset (exclusive) of the last completed event in this chunk
+    this.chunkEventStart = this.eventBytes > 0 || this.discarding || this.midLine ? -1 : pos;
     const hasCR = chunk.indexOf(CR, pos) !== -1;
     while (pos < len) {
       let end: number;
@@ -82,7 +89,8 @@ export class SseParser {
           }
         } else next = end + 1;
       }
-      if (this.line(chunk, pos, end)) boundary = next;
+      if (this.line(chunk, pos, end)) boundary = this.chunkEventStart = next;
+      else if (this.eventBytes === 0 && !this.discarding) this.chunkEventStart = next; // a blank line between events
       pos = next;
     }
     if (pos < len) {

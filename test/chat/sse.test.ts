@@ -15,6 +15,21 @@ function parseAll(chunks: Buffer[], maxEventBytes?: number) {
 const b = (s: string) => Buffer.from(s, 'utf8');
 
 describe('SseParser', () => {
+  it('tells a listener where in the chunk the event it is given began, so a relay can send what came before it', () => {
+    const starts: number[] = [];
+    const text = 'data: 1\n\n: keep-alive\n\n\nevent: done\ndata: [x]\n\n';
+    const p = new SseParser(() => starts.push(p.chunkEventStart));
+    p.push(b(text));
+    // The second event starts at its comment; the blank line before "event: done" is not part of it.
+    expect(starts).toEqual([0, text.indexOf('event: done')]);
+    // An event that began in an earlier chunk reports -1.
+    const split: number[] = [];
+    const q = new SseParser(() => split.push(q.chunkEventStart));
+    q.push(b('data: a\n\ndata: b'));
+    q.push(b('c\n\ndata: d\n\n'));
+    expect(split).toEqual([0, -1, 'c\n\n'.length]);
+  });
+
   it('parses events, multi-line data, ids, comments and unknown fields', () => {
     const { events } = parseAll([b(': hello\n\nevent: a\ndata: 1\ndata: 2\nid: 7\nretry: 10\nfoo: bar\n\ndata:no-space\n\ndata\n\n')]);
     expect(events).toEqual([
