@@ -105,7 +105,15 @@ export function tasksFeature(overrides: Partial<TaskSettings> = {}) {
       concurrency: settings.concurrency,
     });
     const admission = new AdmissionQueue(store);
-    const rt: TasksRuntime = { store, admission, engine, settings, submitting: new Map(), wake: () => worker.wake(), onSubmitted: (kind) => submitted.inc({ kind }) };
+    const rt: TasksRuntime = {
+      store,
+      admission,
+      engine,
+      settings,
+      submitting: new Map(),
+      wake: () => worker.wake(),
+      onSubmitted: (kind) => submitted.inc({ kind }),
+    };
 
     return {
       routes: [...imageRoutes(rt, policy), ...videoRoutes(rt, policy), ...(storage.route ? [storage.route()] : [])],

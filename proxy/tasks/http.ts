@@ -71,7 +71,6 @@ export async function submitTask(ctx: RequestContext, rt: TasksRuntime, s: Submi
   }
 }
 
-
 async function admitTask(ctx: RequestContext, rt: TasksRuntime, s: SubmitInput, idem: string | undefined): Promise<void> {
   const key = ctx.key!;
   const requestHash = hashRequest(s);
