@@ -83,26 +83,34 @@ export const command: Command = {
     const adminToken = values['admin-token'] ?? settings.adminToken ?? (quickstart ? QUICKSTART_ADMIN_TOKEN : undefined);
     if (!adminToken) log.warn('no admin token set (--admin-token or TOLLGATE_ADMIN_TOKEN): the admin API uses a random one');
 
-    const gateway = await startGateway({
-      source,
-      databaseUrl,
-      redisUrl,
-      dataDir: dataDir ? `${dataDir}/pg` : undefined,
-      host: values.host,
-      port,
-      adminPort,
-      adminToken,
-      bodyLimitBytes: bodyLimit,
-      log,
-      settings,
-      billing: defaultBilling,
-      features: defaultFeatures,
-      options: {
-        ...(values['public-url'] ? { publicBaseURL: values['public-url'].replace(/\/+$/, '') } : {}),
-        ...(dataDir ? { dataDir } : {}),
-        allowLoopbackURLs: quickstart || values['allow-loopback-urls'] === true,
-      },
-    });
+    let gateway;
+    try {
+      gateway = await startGateway({
+        source,
+        databaseUrl,
+        redisUrl,
+        dataDir: dataDir ? `${dataDir}/pg` : undefined,
+        host: values.host,
+        port,
+        adminPort,
+        adminToken,
+        bodyLimitBytes: bodyLimit,
+        log,
+        settings,
+        billing: defaultBilling,
+        features: defaultFeatures,
+        options: {
+          ...(values['public-url'] ? { publicBaseURL: values['public-url'].replace(/\/+$/, '') } : {}),
+          ...(dataDir ? { dataDir } : {}),
+          allowLoopbackURLs: quickstart || values['allow-loopback-urls'] === true,
+        },
+      });
+    } catch (err) {
+      // Nothing is left running: the ports, the data folder and the simulator are released.
+      log.error('gateway failed to start', { error: (err as Error).message });
+      await simulator?.close();
+      throw err;
+    }
     await afterStart(gateway, { quickstart });
 
     const signal = await untilSignal();

@@ -11,6 +11,8 @@ import { createMetrics } from '../metrics/index.js';
 import { DEFAULT_BODY_LIMIT } from '../http/body.js';
 import type { Feature, GatewayDeps, GatewayOptions } from '../http/deps.js';
 import { createHandler } from './pipeline.js';
+import { sendError } from './render.js';
+import { GatewayError } from '../../kernel/errors.js';
 import { createLogger, type Logger } from '../../kernel/log.js';
 import { readSettings, type Settings } from '../../kernel/settings.js';
 import { sendJson } from '../http/send.js';
@@ -69,7 +71,12 @@ export async function startGateway(opts: StartOptions): Promise<Gateway> {
     metrics.configSwaps.inc();
   };
   opts.source.onUpdate(swap);
-  await opts.source.start();
+  try {
+    await opts.source.start();
+  } catch (err) {
+    if (ownStore) await store.close().catch(() => {});
+    throw err;
+  }
   const initial = opts.source.current();
   if (initial && !runtime) swap(initial);
 
@@ -133,20 +140,19 @@ export async function startGateway(opts: StartOptions): Promise<Gateway> {
     ...features.flatMap((f) => f.adminRoutes ?? []),
   ];
 
-  const api = createServer(createHandler({ routes: apiRoutes, config: () => runtime, log, metrics, limiter, bodyLimit }));
+  // The API admits requests only once every port is bound and every feature started.
+  let open = false;
+  const handleApi = createHandler({ routes: apiRoutes, config: () => runtime, log, metrics, limiter, bodyLimit });
+  const api = createServer((req, res) => {
+    if (open) return handleApi(req, res);
+    req.resume();
+    sendError(res, new GatewayError('not_ready', 'the gateway is starting; retry in a moment', { retryAfterSeconds: 1 }), 'openai');
+  });
   const admin = createServer(createHandler({ routes: adminRoutes, config: () => runtime, log, adminToken, bodyLimit }));
   // Longer than common load balancers' idle timeouts, so they close first.
   api.keepAliveTimeout = 65_000;
   const inflight = trackInflight(api);
-  await listen(api, opts.port ?? 8080, host);
-  await listen(admin, opts.adminPort ?? 9090, host);
-  for (const f of features) await f.start?.();
-
-  const url = `http://${host}:${(api.address() as AddressInfo).port}`;
-  const adminUrl = `http://${host}:${(admin.address() as AddressInfo).port}`;
-  if (!options.publicBaseURL) options.publicBaseURL = url;
-  log.info('gateway listening', { api: url, admin: adminUrl, store: store.kind, configVersion: runtime?.version ?? null });
-
+  const started: typeof features = [];
   let closing = false;
   let closed: Promise<void> | undefined;
   const close = () =>
@@ -156,7 +162,7 @@ export async function startGateway(opts: StartOptions): Promise<Gateway> {
       api.closeIdleConnections();
       await inflight.drain(opts.shutdownGraceMs ?? 30_000);
       api.closeAllConnections();
-      for (const f of features) await f.stop?.().catch((err: Error) => log.error('feature stop failed', { error: err.message }));
+      for (const f of started) await f.stop?.().catch((err: Error) => log.error('feature stop failed', { error: err.message }));
       await billing.close().catch((err: Error) => log.error('billing close failed', { error: err.message }));
       await opts.source.stop();
       await limiter.close();
@@ -167,6 +173,26 @@ export async function startGateway(opts: StartOptions): Promise<Gateway> {
       if (ownStore) await store.close();
       log.info('gateway stopped');
     })());
+
+  // All or nothing: a port that cannot be bound or a feature that cannot start releases
+  // everything taken so far, and the caller exits (no half-started gateway keeps serving).
+  try {
+    await listen(admin, opts.adminPort ?? 9090, host);
+    await listen(api, opts.port ?? 8080, host);
+    for (const f of features) {
+      await f.start?.();
+      started.push(f);
+    }
+  } catch (err) {
+    await close().catch(() => {});
+    throw err;
+  }
+  open = true;
+
+  const url = `http://${host}:${(api.address() as AddressInfo).port}`;
+  const adminUrl = `http://${host}:${(admin.address() as AddressInfo).port}`;
+  if (!options.publicBaseURL) options.publicBaseURL = url;
+  log.info('gateway listening', { api: url, admin: adminUrl, store: store.kind, configVersion: runtime?.version ?? null });
 
   return { url, adminUrl, deps, ready: () => Boolean(runtime) && !closing, close };
 }

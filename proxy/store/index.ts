@@ -1,3 +1,5 @@
+import { mkdir } from 'node:fs/promises';
+import { lockDataDir } from './lock.js';
 import { migrate } from './migrate.js';
 import { PgliteStore } from './pglite.js';
 import { PostgresStore } from './postgres.js';
@@ -5,6 +7,7 @@ import type { Store, StoreOptions } from './types.js';
 
 export type { Queryable, QueryResult, Store, StoreOptions } from './types.js';
 export { migrate } from './migrate.js';
+export { DataDirLockedError } from './lock.js';
 
 /** Opens PostgreSQL when a URL is given, else PGlite (in a folder or in memory), and migrates it. */
 export async function openStore(opts: StoreOptions): Promise<Store> {
@@ -15,8 +18,18 @@ export async function openStore(opts: StoreOptions): Promise<Store> {
       await admin.query(`CREATE SCHEMA IF NOT EXISTS "${opts.schema}"`).finally(() => admin.close());
     }
     store = new PostgresStore(opts.databaseUrl, { schema: opts.schema, poolSize: opts.poolSize });
+  } else if (opts.dataDir) {
+    // The folder is ours alone before PGlite touches it (see lock.ts).
+    await mkdir(opts.dataDir, { recursive: true });
+    const lock = await lockDataDir(opts.dataDir);
+    try {
+      store = new PgliteStore(opts.dataDir, undefined, lock);
+    } catch (err) {
+      await lock.release();
+      throw err;
+    }
   } else {
-    store = new PgliteStore(opts.dataDir);
+    store = new PgliteStore();
   }
   try {
     await migrate(store);

@@ -1,4 +1,5 @@
 import { PGlite } from '@electric-sql/pglite';
+import type { DataDirLock } from './lock.js';
 import type { Queryable, QueryResult, Store } from './types.js';
 
 /** Embedded PostgreSQL: one connection, so transactions run one at a time (PGlite queues them). */
@@ -7,7 +8,12 @@ export class PgliteStore implements Store {
   readonly db: PGlite;
 
   /** dataDir: a folder (durable) or undefined (in memory); image: a dumpDataDir() to start from. */
-  constructor(dataDir?: string, image?: Blob | File) {
+  constructor(
+    dataDir?: string,
+    image?: Blob | File,
+    /** The data folder's lock (lock.ts), released when the store closes. */
+    private readonly lock?: DataDirLock,
+  ) {
     this.db = image ? new PGlite({ loadDataDir: image }) : new PGlite(dataDir);
   }
 
@@ -33,6 +39,10 @@ export class PgliteStore implements Store {
   }
 
   async close(): Promise<void> {
-    await this.db.close();
+    try {
+      await this.db.close();
+    } finally {
+      await this.lock?.release();
+    }
   }
 }
