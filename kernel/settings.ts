@@ -109,6 +109,8 @@ const EnvSchema = z.object({
   TOLLGATE_WEBHOOK_RETRY_SCHEDULE: secondsList('TOLLGATE_WEBHOOK_RETRY_SCHEDULE'),
   TOLLGATE_TASK_CONCURRENCY: positiveInt('TOLLGATE_TASK_CONCURRENCY'),
 
+  TOLLGATE_MAX_CHOICES: positiveInt('TOLLGATE_MAX_CHOICES'),
+
   TOLLGATE_S3_BUCKET: text,
   TOLLGATE_S3_REGION: text,
   TOLLGATE_S3_ENDPOINT: text,
@@ -128,6 +130,10 @@ function fromEnv(e: z.infer<typeof EnvSchema>, env: Env) {
     redisUrl: e.REDIS_URL,
     podName: e.POD_NAME,
     podNamespace: e.POD_NAMESPACE,
+    chat: {
+      /** Most answers one chat request may ask for (`n`): each is held for the whole output cap. */
+      maxChoices: e.TOLLGATE_MAX_CHOICES ?? 8,
+    },
     billing: defined({
       leaseMs: e.TOLLGATE_BILLING_LEASE_SECONDS,
       idleMs: e.TOLLGATE_BILLING_IDLE_SECONDS,

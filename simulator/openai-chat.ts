@@ -68,13 +68,22 @@ async function chatCompletions(r: SimRequest): Promise<void> {
     afterToolResult: messages.at(-1)?.role === 'tool',
     reasoning: typeof body.reasoning_effort === 'string',
   });
+  // Like the real API: the output cap cuts the answer (finish_reason "length") and each of `n`
+  // choices is an answer of its own, paid for.
+  const cap = typeof body.max_completion_tokens === 'number' ? body.max_completion_tokens : typeof body.max_tokens === 'number' ? body.max_tokens : undefined;
+  const cut = !plan.tool && cap !== undefined && plan.text.length + plan.reasoningTokens > cap;
+  if (cut) {
+    plan.text = plan.text.slice(0, Math.max(0, cap - plan.reasoningTokens));
+    plan.outputTokens = plan.reasoningTokens + plan.text.length;
+  }
+  const n = typeof body.n === 'number' && Number.isInteger(body.n) && body.n > 1 ? body.n : 1;
   const promptTokens = countInputTokens(JSON.stringify([body.messages, body.tools ?? null]));
   const prefix = messages.length > 1 || body.tools ? JSON.stringify([messages.slice(0, -1), body.tools ?? null]) : '';
   const cache = cachePrefix(r.sim, prefix);
   const usage = {
     prompt_tokens: promptTokens,
-    completion_tokens: plan.outputTokens,
-    total_tokens: promptTokens + plan.outputTokens,
+    completion_tokens: plan.outputTokens * n,
+    total_tokens: promptTokens + plan.outputTokens * n,
     prompt_tokens_details: { cached_tokens: cache.hit ? Math.min(cache.tokens, promptTokens - 1) : 0, audio_tokens: 0 },
     completion_tokens_details: { reasoning_tokens: plan.reasoningTokens, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
   };
@@ -83,7 +92,7 @@ async function chatCompletions(r: SimRequest): Promise<void> {
   const model = body.model;
   const tool = plan.tool;
   const callId = tool ? `call_${tool.id}` : '';
-  const finish = tool ? 'tool_calls' : 'stop';
+  const finish = tool ? 'tool_calls' : cut ? 'length' : 'stop';
 
   if (!stream) {
     const message = tool
@@ -100,7 +109,7 @@ async function chatCompletions(r: SimRequest): Promise<void> {
       object: 'chat.completion',
       created,
       model,
-      choices: [{ index: 0, message, logprobs: null, finish_reason: finish }],
+      choices: Array.from({ length: n }, (_, index) => ({ index, message, logprobs: null, finish_reason: finish })),
       usage,
       service_tier: 'default',
       system_fingerprint: null,
@@ -112,8 +121,8 @@ async function chatCompletions(r: SimRequest): Promise<void> {
 
   r.res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-request-id': simId('req_') });
   const head = `{"id":"${id}","object":"chat.completion.chunk","created":${created},"model":${JSON.stringify(model)},"service_tier":"default","system_fingerprint":null,`;
-  const chunk = (delta: string, finishReason: string | null) =>
-    `data: ${head}"choices":[{"index":0,"delta":${delta},"logprobs":null,"finish_reason":${finishReason ? `"${finishReason}"` : 'null'}}]}\n\n`;
+  const chunk = (delta: string, finishReason: string | null, index = 0) =>
+    `data: ${head}"choices":[{"index":${index},"delta":${delta},"logprobs":null,"finish_reason":${finishReason ? `"${finishReason}"` : 'null'}}]}\n\n`;
   const error = `data: ${JSON.stringify({ error: { message: 'The server had an error while processing your request (simulated).', type: 'server_error', param: null, code: null } })}\n\n`;
   const contentEvents = tool ? tool.pieces.length : plan.text.length;
   const out = new SimStream(r, d, Math.max(1, Math.floor(contentEvents / 2)), error);
@@ -127,10 +136,13 @@ async function chatCompletions(r: SimRequest): Promise<void> {
     if (!(await out.send(chunk(JSON.stringify(first), null)))) return;
     for (const p of tool.pieces) if (!(await out.send(chunk(JSON.stringify({ tool_calls: [{ index: 0, function: { arguments: p } }] }), null), true))) return;
   } else {
-    if (!(await out.send(chunk('{"role":"assistant","content":"","refusal":null}', null)))) return;
-    for (const w of plan.text) if (!(await out.send(chunk(`{"content":${JSON.stringify(w)}}`, null), true))) return;
+    for (let i = 0; i < n; i++) {
+      if (!(await out.send(chunk('{"role":"assistant","content":"","refusal":null}', null, i)))) return;
+      for (const w of plan.text) if (!(await out.send(chunk(`{"content":${JSON.stringify(w)}}`, null, i), true))) return;
+    }
   }
-  let tail = chunk('{}', finish);
+  let tail = '';
+  for (let i = 0; i < (tool ? 1 : n); i++) tail += chunk('{}', finish, i);
   const opts = body.stream_options as Record<string, unknown> | undefined;
   if (opts?.include_usage === true) tail += `data: ${head}"choices":[],"usage":${JSON.stringify(usage)}}\n\n`;
   out.end(`${tail}data: [DONE]\n\n`);

@@ -102,7 +102,7 @@ export function scanTopLevel(buf: Buffer, wanted: ReadonlySet<string>): { open: 
   return { open, members };
 }
 
-const WANTED = new Set(['model', 'stream', 'stream_options']);
+const WANTED = new Set(['model', 'stream', 'stream_options', 'max_tokens', 'max_completion_tokens', 'max_output_tokens']);
 
 export interface BodyEdits {
   model: string;
@@ -112,6 +112,8 @@ export interface BodyEdits {
   includeUsage?: boolean;
   /** The parsed body, for stream_options' current value. */
   json: Record<string, unknown>;
+  /** An output cap to set (the client sent none, or null): `key` is the member the upstream reads. */
+  cap?: { key: string; value: number };
 }
 
 /** The client's body with only the edited members changed. Falls back to JSON.stringify if the scan fails. */
@@ -122,6 +124,7 @@ export function rewriteBody(raw: Buffer, edits: BodyEdits): Buffer {
     const copy: Record<string, unknown> = { ...edits.json, model: edits.model };
     if (edits.forceStream) copy.stream = true;
     if (edits.includeUsage) copy.stream_options = { ...(edits.json.stream_options as object | undefined), include_usage: true };
+    if (edits.cap) copy[edits.cap.key] = edits.cap.value;
     return Buffer.from(JSON.stringify(copy));
   }
 }
@@ -147,6 +150,11 @@ function splice(raw: Buffer, edits: BodyEdits): Buffer {
       if (so) repl.push({ start: so.valueStart, end: so.valueEnd, text: value });
       else insert += `"stream_options":${value},`;
     }
+  }
+  if (edits.cap) {
+    const m = members.get(edits.cap.key);
+    if (m) repl.push({ start: m.valueStart, end: m.valueEnd, text: String(edits.cap.value) });
+    else insert += `${JSON.stringify(edits.cap.key)}:${edits.cap.value},`;
   }
   if (insert) repl.push({ start: open + 1, end: open + 1, text: insert });
   repl.sort((a, b) => a.start - b.start);

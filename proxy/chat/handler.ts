@@ -1,11 +1,11 @@
 import type { Dispatcher } from 'undici';
 import type { ChatProtocol } from '../billing/index.js';
 import type { GroupModel } from '../config/runtime.js';
-import { estimateTokens } from '../ir/usage.js';
+import { estimateTokens, holdInputTokens } from '../ir/usage.js';
 import type { ProtocolAdapter } from '../protocols/index.js';
 import { readJson } from '../http/body.js';
 import type { GatewayDeps } from '../http/deps.js';
-import { GatewayError } from '../../kernel/errors.js';
+import { badRequest, GatewayError } from '../../kernel/errors.js';
 import type { RequestContext } from '../http/context.js';
 import { callUpstream, chatProvider, failover, responseHeaders, type Attempt, type UpstreamError } from '../upstreams/index.js';
 import type { CompiledBackend } from '../upstreams/types.js';
@@ -50,6 +50,12 @@ export async function handleChat(ctx: RequestContext, deps: GatewayDeps, adapter
     );
   }
 
+  // The hold bounds the charge: the upstream is sent the output cap the hold was sized for (set
+  // when the client sent none), every answer of `n` is held for it, and the input is estimated high.
+  if (info.choices > deps.settings.chat.maxChoices) {
+    throw badRequest(`n must be at most ${deps.settings.chat.maxChoices} on this gateway (each answer is held for the whole output cap)`, 'n');
+  }
+  const outputCap = info.maxOutputTokens ?? entry.model.maxOutputTokens;
   const estimatedInputTokens = estimateTokens(raw.length);
   const charge = await deps.billing.holdChat({
     requestId: ctx.requestId,
@@ -60,15 +66,21 @@ export async function handleChat(ctx: RequestContext, deps: GatewayDeps, adapter
     model: info.model,
     protocol: adapter.protocol,
     prices: entry.prices,
-    estimatedInputTokens,
-    maxOutputTokens: info.maxOutputTokens ?? entry.model.maxOutputTokens,
+    estimatedInputTokens: holdInputTokens(raw),
+    maxOutputTokens: outputCap * info.choices,
     ...(key.spendLimitMicro !== undefined ? { spendLimitMicro: key.spendLimitMicro } : {}),
   });
   const exchange = new ChatExchange(ctx, charge, estimatedInputTokens, entry.model.backends[0]!.model, (u) => {
     deps.limiter.addTokens(key.hash, u.inputTokens + u.outputTokens).catch((err: Error) => ctx.log.warn('rate-limit counter failed', { error: err.message }));
   });
   try {
-    await forward(ctx, deps, adapter, entry, exchange, { raw, json, explicitStream: info.stream, stream });
+    await forward(ctx, deps, adapter, entry, exchange, {
+      raw,
+      json,
+      explicitStream: info.stream,
+      stream,
+      capToSet: info.maxOutputTokens === undefined ? outputCap : undefined,
+    });
   } finally {
     await exchange.close();
   }
@@ -81,6 +93,8 @@ interface ClientRequest {
   explicitStream: boolean | undefined;
   /** Whether the client gets a stream (decided from `stream` and Accept). */
   stream: boolean;
+  /** The output cap to send when the client sent none (the one the hold was sized for). */
+  capToSet: number | undefined;
 }
 
 /** Calls the backends in failover order until one answers, and relays that answer. */
@@ -106,6 +120,7 @@ async function forward(
       on: c.stream,
       force: c.stream && c.explicitStream === undefined,
       includeUsage: c.stream && adapter.protocol === 'chat-completions',
+      capToSet: c.capToSet,
     });
     let resp: Dispatcher.ResponseData;
     try {

@@ -23,13 +23,24 @@ export function upstreamRequest(
   op: Operation,
   raw: Buffer,
   json: Record<string, unknown>,
-  stream: { on: boolean; force: boolean; includeUsage: boolean },
+  stream: { on: boolean; force: boolean; includeUsage: boolean; capToSet?: number | undefined },
 ): UpstreamRequest {
   const headers = commonHeaders(ctx.requestId, stream.on);
   provider.headers(backend, ctx.req.headers, credentialOf(backend, secretFromEnv), headers);
   if (backend.headers) Object.assign(headers, backend.headers);
   let path = provider.path(backend, op);
   if ((op === 'messages' || op === 'count-tokens') && ctx.query.get('beta') === 'true') path += '?beta=true';
-  const body = rewriteBody(raw, { model: backend.model, forceStream: stream.force, includeUsage: stream.includeUsage, json });
+  const cap = stream.capToSet === undefined ? undefined : { key: capMember(provider, op), value: stream.capToSet };
+  const body = rewriteBody(raw, { model: backend.model, forceStream: stream.force, includeUsage: stream.includeUsage, json, ...(cap ? { cap } : {}) });
   return { path, headers, body };
+}
+
+/**
+ * The member that carries the output cap of `op`: OpenAI's reasoning models take only
+ * max_completion_tokens, while many compatible servers know only max_tokens.
+ */
+function capMember(provider: Provider, op: Operation): string {
+  if (op === 'responses') return 'max_output_tokens';
+  if (op === 'chat-completions') return provider.name === 'openai' ? 'max_completion_tokens' : 'max_tokens';
+  return 'max_tokens';
 }

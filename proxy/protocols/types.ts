@@ -11,6 +11,8 @@ export interface ChatRequestInfo {
   stream: boolean | undefined;
   /** The body's output-token cap, when it has one. */
   maxOutputTokens: number | undefined;
+  /** How many answers the request asks for (chat completions' `n`); each may use the whole cap. */
+  choices: number;
 }
 
 /**

@@ -13,6 +13,7 @@ export const ChatCompletionsRequest = z.looseObject({
   max_tokens: z.number().int().nonnegative().nullish(),
   max_completion_tokens: z.number().int().nonnegative().nullish(),
   stream_options: z.looseObject({}).nullish(),
+  n: z.number({ error: 'n must be a positive integer' }).int('n must be a positive integer').positive('n must be a positive integer').nullish(),
 });
 
 export function usageFromChat(u: unknown): Usage | null {
@@ -65,7 +66,7 @@ export const chatCompletions: ProtocolAdapter = {
   shape: 'openai',
   validate(body): ChatRequestInfo {
     const r = parseWire(ChatCompletionsRequest, body, 'invalid chat completions request');
-    return { model: r.model, stream: r.stream ?? undefined, maxOutputTokens: r.max_completion_tokens ?? r.max_tokens ?? undefined };
+    return { model: r.model, stream: r.stream ?? undefined, maxOutputTokens: r.max_completion_tokens ?? r.max_tokens ?? undefined, choices: r.n ?? 1 };
   },
   createTap: () => new ChatTap(),
   usageFromJson: (body) => usageFromChat(obj(body)?.usage),

@@ -81,7 +81,7 @@ export const messages: ProtocolAdapter = {
   shape: 'anthropic',
   validate(body): ChatRequestInfo {
     const r = parseWire(MessagesRequest, body, 'invalid messages request');
-    return { model: r.model, stream: r.stream, maxOutputTokens: r.max_tokens };
+    return { model: r.model, stream: r.stream, maxOutputTokens: r.max_tokens, choices: 1 };
   },
   createTap: () => new MessagesTap(),
   usageFromJson: (body) => usageFromMessages(obj(body)?.usage),

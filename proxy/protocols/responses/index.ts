@@ -65,7 +65,7 @@ export const responses: ProtocolAdapter = {
   shape: 'openai',
   validate(body): ChatRequestInfo {
     const r = parseWire(ResponsesRequest, body, 'invalid responses request');
-    return { model: r.model, stream: r.stream ?? undefined, maxOutputTokens: r.max_output_tokens ?? undefined };
+    return { model: r.model, stream: r.stream ?? undefined, maxOutputTokens: r.max_output_tokens ?? undefined, choices: 1 };
   },
   createTap: () => new ResponsesTap(),
   usageFromJson: (body) => usageFromResponses(obj(body)?.usage),
