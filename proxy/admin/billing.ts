@@ -38,7 +38,7 @@ export function billingFeature(deps: GatewayDeps): Feature & { adminRoutes: Rout
 
   const grant = async (ctx: RequestContext) => {
     const account = accountParam(ctx);
-    const { json } = await readJson(ctx);
+    const { json } = await readJson(ctx, { storable: true });
     const credits = json.credits;
     if (typeof credits !== 'string' || !DECIMAL.test(credits)) {
       throw badRequest('credits must be a decimal string of credits with at most 6 places, e.g. "10.5"', 'credits');

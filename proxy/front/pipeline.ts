@@ -4,7 +4,8 @@ import { authenticate } from '../auth/keys.js';
 import type { RateLimiter } from '../auth/rate-limit.js';
 import type { RuntimeConfig } from '../config/runtime.js';
 import type { GatewayMetrics } from '../metrics/index.js';
-import { GatewayError } from '../../kernel/errors.js';
+import { badRequest, GatewayError } from '../../kernel/errors.js';
+import { unstorable } from '../../kernel/storable.js';
 import type { Logger } from '../../kernel/log.js';
 import { sendError, type ErrorShape } from './render.js';
 import { Router } from './router.js';
@@ -101,6 +102,7 @@ export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res:
         log: opts.log,
         shape,
       };
+      checkStorable(ctx);
       if (route.auth === 'key') {
         const key = (ctx.key = authenticate(req, config!));
         if (key.group.ccOnly && !route.ccOnlyAware) {
@@ -132,5 +134,16 @@ function checkAdmin(req: IncomingMessage, digest: Buffer | undefined): void {
     .digest();
   if (!digest || !m || !timingSafeEqual(given, digest)) {
     throw new GatewayError('unauthorized_admin', 'admin API: missing or wrong admin token (Authorization: Bearer <admin token>)');
+  }
+}
+
+/** Path and query parameters reach lookups in the store: one it cannot hold is a 400 naming it. */
+function checkStorable(ctx: RequestContext): void {
+  for (const [name, value] of Object.entries(ctx.params)) {
+    if (unstorable(value)) throw badRequest(`${name} contains a character that cannot be stored (NUL or an unpaired UTF-16 surrogate)`, name);
+  }
+  for (const [name, value] of ctx.query) {
+    if (unstorable(name) || unstorable(value))
+      throw badRequest(`query parameter ${JSON.stringify(name)} contains a character that cannot be stored (NUL or an unpaired UTF-16 surrogate)`, name);
   }
 }

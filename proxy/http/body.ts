@@ -1,4 +1,5 @@
-import { GatewayError } from '../../kernel/errors.js';
+import { badRequest, GatewayError } from '../../kernel/errors.js';
+import { findUnstorable } from '../../kernel/storable.js';
 import type { RequestContext } from './context.js';
 
 /** Default 32 MiB: coding agents send 100 KB+ bodies routinely, images as data URLs more. */
@@ -27,8 +28,12 @@ export interface JsonBody {
   json: Record<string, unknown>;
 }
 
-/** application/json object bodies: 415 for another content type, 400 for invalid JSON or a non-object. */
-export async function readJson(ctx: RequestContext): Promise<JsonBody> {
+/**
+ * application/json object bodies: 415 for another content type, 400 for invalid JSON or a
+ * non-object. `storable`: the body reaches the store (tasks, admin), so a string or key the store
+ * cannot hold (NUL, an unpaired surrogate) is a 400 naming it.
+ */
+export async function readJson(ctx: RequestContext, opts: { storable?: boolean } = {}): Promise<JsonBody> {
   const type = ctx.req.headers['content-type'];
   if (type !== undefined && !/^application\/(.+\+)?json\b/i.test(type)) {
     throw new GatewayError('unsupported_media_type', `Content-Type must be application/json, got "${type.slice(0, 100)}"`);
@@ -43,6 +48,10 @@ export async function readJson(ctx: RequestContext): Promise<JsonBody> {
   }
   if (json === null || typeof json !== 'object' || Array.isArray(json)) {
     throw new GatewayError('invalid_json', 'request body must be a JSON object');
+  }
+  if (opts.storable) {
+    const bad = findUnstorable(json);
+    if (bad) throw badRequest(`${bad} contains a character that cannot be stored (NUL or an unpaired UTF-16 surrogate)`, bad);
   }
   return { raw, json: json as Record<string, unknown> };
 }

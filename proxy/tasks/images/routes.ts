@@ -30,7 +30,7 @@ export function imageRoutes(rt: TasksRuntime, policy: () => UrlPolicy): Route[] 
 }
 
 async function submitImage(ctx: RequestContext, rt: TasksRuntime, mode: ImageMode, policy: UrlPolicy): Promise<void> {
-  const { json } = await readJson(ctx);
+  const { json } = await readJson(ctx, { storable: true });
   const { job, webhook, ignored } = parseImageRequest(json, mode, policy);
   const model = json.model as string;
   const entry = ctx.key!.group.entries.get(model);

@@ -30,7 +30,7 @@ export function videoRoutes(rt: TasksRuntime, policy: () => UrlPolicy): Route[] 
 }
 
 async function submitVideo(ctx: RequestContext, rt: TasksRuntime, policy: UrlPolicy): Promise<void> {
-  const { json } = await readJson(ctx);
+  const { json } = await readJson(ctx, { storable: true });
   const req = parseVideoRequest(json, policy);
   const key = ctx.key!;
   const entry = key.group.entries.get(req.model);
