@@ -7,6 +7,7 @@ export type ErrorCode =
   | 'invalid_json'
   | 'unsupported_media_type'
   | 'body_too_large'
+  | 'request_timeout'
   | 'missing_api_key'
   | 'invalid_api_key'
   | 'insufficient_credits'

@@ -110,6 +110,7 @@ const EnvSchema = z.object({
   TOLLGATE_TASK_CONCURRENCY: positiveInt('TOLLGATE_TASK_CONCURRENCY'),
 
   TOLLGATE_MAX_CHOICES: positiveInt('TOLLGATE_MAX_CHOICES'),
+  TOLLGATE_BODY_TIMEOUT_SECONDS: seconds('TOLLGATE_BODY_TIMEOUT_SECONDS'),
 
   TOLLGATE_S3_BUCKET: text,
   TOLLGATE_S3_REGION: text,
@@ -130,6 +131,8 @@ function fromEnv(e: z.infer<typeof EnvSchema>, env: Env) {
     redisUrl: e.REDIS_URL,
     podName: e.POD_NAME,
     podNamespace: e.POD_NAMESPACE,
+    /** How long a whole request body may take to arrive before the answer is 408. */
+    bodyTimeoutMs: e.TOLLGATE_BODY_TIMEOUT_SECONDS,
     chat: {
       /** Most answers one chat request may ask for (`n`): each is held for the whole output cap. */
       maxChoices: e.TOLLGATE_MAX_CHOICES ?? 8,

@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compile } from '../api/snapshot/index.js';
 import { StaticConfigSource } from '../proxy/config/folder-source.js';
@@ -28,6 +29,7 @@ beforeAll(async () => {
     adminPort: 0,
     adminToken: 'admin-secret',
     bodyLimitBytes: 1024,
+    bodyTimeoutMs: 300,
     log: createLogger({}, 'silent'),
     billing: () => ({ holdChat: () => Promise.reject(new Error('not used')), close: async () => {} }),
     features: [
@@ -101,6 +103,20 @@ describe('API server', () => {
     expect((await post('/v1/echo/x', '[1]')).status).toBe(400);
     expect((await post('/v1/echo/x', 'x'.repeat(2000))).status).toBe(413);
     expect((await post('/v1/echo/x', '{}', { 'content-type': 'text/plain' })).status).toBe(415);
+  });
+
+  it('answers a body that stalls with 408 after the body timeout, in the route shape, and closes the connection', async () => {
+    const { port } = new URL(gw.url);
+    const socket = connect(Number(port), '127.0.0.1');
+    const started = Date.now();
+    socket.write(`POST /v1/echo/x HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${KEY}\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{"a":`);
+    let text = '';
+    socket.on('data', (d: Buffer) => (text += d.toString()));
+    await new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    expect(Date.now() - started).toBeGreaterThanOrEqual(250);
+    expect(text).toMatch(/^HTTP\/1\.1 408 /);
+    expect(text).toContain('"type":"invalid_request_error"');
+    expect(text).toContain('did not arrive within');
   });
 
   it('answers unknown paths with 404 and wrong methods with 405', async () => {

@@ -64,4 +64,27 @@ describe('folder config source', () => {
       await source.stop();
     }
   });
+
+  it('refuses a change that empties the config (no models where there were some), and counts the refusal; a start on an empty folder serves empty', async () => {
+    dir = await mkdtemp(join(tmpdir(), 'tg-cfg-'));
+    await writeFile(join(dir, 'm.yaml'), MODEL.replace('PRICE', '1'));
+    await writeFile(join(dir, 'g.yaml'), GROUP);
+    const source = new FolderConfigSource(dir, createLogger({}, 'silent'), { debounceMs: 20 });
+    const refused: string[] = [];
+    source.onReject((why) => refused.push(why));
+    await source.start();
+    try {
+      const version = source.current()!.version;
+      await rm(join(dir, 'm.yaml'));
+      await rm(join(dir, 'g.yaml'));
+      await waitFor(() => refused.length > 0);
+      expect(refused[0]).toMatch(/no models where the config in service has 1/);
+      expect(source.current()!.version).toBe(version);
+    } finally {
+      await source.stop();
+    }
+    const empty = new FolderConfigSource(dir, createLogger({}, 'silent'), { watch: false });
+    await empty.start();
+    expect(Object.keys(empty.current()!.models)).toEqual([]);
+  });
 });

@@ -5,6 +5,7 @@ import { parseAllDocuments } from 'yaml';
 import { compile, formatCompileError, type CompileError, type GatewayConfig, type RawResource } from '../../api/snapshot/index.js';
 import type { Logger } from '../../kernel/log.js';
 import { Listeners } from './listeners.js';
+import { emptiedBy } from './safety.js';
 import type { ConfigSource } from './source.js';
 
 /** Reads every *.yaml / *.yml below a folder (multi-document), parse errors named by file and document. */
@@ -39,6 +40,7 @@ export async function loadManifests(dir: string): Promise<{ resources: RawResour
 export class FolderConfigSource implements ConfigSource {
   private config: GatewayConfig | undefined;
   private readonly listeners = new Listeners<GatewayConfig>();
+  private readonly rejections = new Listeners<string>();
   private watcher: FSWatcher | undefined;
   private timer: NodeJS.Timeout | undefined;
   private loading: Promise<void> = Promise.resolve();
@@ -56,6 +58,10 @@ export class FolderConfigSource implements ConfigSource {
 
   onUpdate(listener: (config: GatewayConfig) => void): () => void {
     return this.listeners.add(listener);
+  }
+
+  onReject(listener: (reason: string) => void): () => void {
+    return this.rejections.add(listener);
   }
 
   async start(): Promise<void> {
@@ -84,9 +90,16 @@ export class FolderConfigSource implements ConfigSource {
     for (const e of this.lastErrors) this.log.error('config error', { error: formatCompileError(e) });
     if (this.config && this.lastErrors.length > 0) {
       this.log.error('config change rejected; the last good config stays in service', { version: this.config.version, errors: this.lastErrors.length });
+      this.rejections.emit(`${this.lastErrors.length} error(s)`);
       return;
     }
     if (this.config?.version === config.version) return;
+    const emptied = emptiedBy(this.config, config);
+    if (emptied) {
+      this.log.error('config change rejected; the last good config stays in service', { version: this.config!.version, reason: emptied });
+      this.rejections.emit(emptied);
+      return;
+    }
     this.config = config;
     this.log.info('config loaded', {
       version: config.version,

@@ -5,6 +5,7 @@ import { decodeSnapshot, discoveryService, type DiscoveryRequest, type Discovery
 import type { GatewayConfig } from '../../api/snapshot/index.js';
 import type { Logger } from '../../kernel/log.js';
 import { Listeners } from './listeners.js';
+import { emptiedBy } from './safety.js';
 import { RuntimeConfig } from './runtime.js';
 import type { ConfigSource } from './source.js';
 
@@ -67,6 +68,7 @@ export const MAX_SNAPSHOT_BYTES = 256 * 1024 * 1024;
 export class GrpcConfigSource implements ConfigSource {
   private config: GatewayConfig | undefined;
   private readonly listeners = new Listeners<GatewayConfig>();
+  private readonly rejections = new Listeners<string>();
   private client: grpc.Client | undefined;
   private stream: Stream | undefined;
   private timer: NodeJS.Timeout | undefined;
@@ -90,6 +92,10 @@ export class GrpcConfigSource implements ConfigSource {
 
   current(): GatewayConfig | undefined {
     return this.config;
+  }
+
+  onReject(listener: (reason: string) => void): () => void {
+    return this.rejections.add(listener);
   }
 
   onUpdate(listener: (config: GatewayConfig) => void): () => void {
@@ -158,8 +164,11 @@ export class GrpcConfigSource implements ConfigSource {
       this.connected = true;
       this.attempt = 0;
     }
-    const checked = acceptSnapshot(res);
+    const accepted = acceptSnapshot(res);
+    const emptied = 'config' in accepted ? emptiedBy(this.config, accepted.config) : undefined;
+    const checked = emptied ? { error: `snapshot ${res.version_info} refused: ${emptied}` } : accepted;
     if ('error' in checked) {
+      this.rejections.emit(checked.error);
       this.lastNack = checked.error;
       this.opts.log.error('config snapshot rejected (NACK); keeping the last good one', {
         version: res.version_info,

@@ -10,6 +10,8 @@ export interface ConfigSource {
   current(): GatewayConfig | undefined;
   /** Called after every swap with the new config. Returns an unsubscribe function. */
   onUpdate(listener: (config: GatewayConfig) => void): () => void;
+  /** Called when an update is refused (invalid, or it would empty the config); the last good one stays. */
+  onReject?(listener: (reason: string) => void): () => void;
   /** Starts loading/watching; resolves once started (not necessarily once a config is held). */
   start(): Promise<void>;
   stop(): Promise<void>;

@@ -8,7 +8,7 @@ import type { Billing } from '../billing/index.js';
 import { RuntimeConfig } from '../config/runtime.js';
 import type { ConfigSource } from '../config/source.js';
 import { createMetrics } from '../metrics/index.js';
-import { DEFAULT_BODY_LIMIT } from '../http/body.js';
+import { DEFAULT_BODY_LIMIT, DEFAULT_BODY_TIMEOUT_MS } from '../http/body.js';
 import type { Feature, GatewayDeps, GatewayOptions } from '../http/deps.js';
 import { createHandler } from './pipeline.js';
 import { sendError } from './render.js';
@@ -36,6 +36,8 @@ export interface StartOptions {
   /** Shares rate-limit counters between replicas; per-replica counters when absent. */
   redisUrl?: string;
   bodyLimitBytes?: number;
+  /** How long a request body may take to arrive (408 past it). */
+  bodyTimeoutMs?: number;
   /** How long in-flight requests may run after SIGTERM/close() before connections are cut. */
   shutdownGraceMs?: number;
   log?: Logger;
@@ -59,6 +61,7 @@ export async function startGateway(opts: StartOptions): Promise<Gateway> {
   const log = opts.log ?? createLogger({ component: 'gateway' });
   const host = opts.host ?? '127.0.0.1';
   const bodyLimit = opts.bodyLimitBytes ?? DEFAULT_BODY_LIMIT;
+  const bodyTimeoutMs = opts.bodyTimeoutMs ?? opts.settings?.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS;
   const ownStore = !opts.store;
   const store = opts.store ?? (await openStore({ databaseUrl: opts.databaseUrl, dataDir: opts.dataDir }));
   const metrics = createMetrics();
@@ -71,6 +74,7 @@ export async function startGateway(opts: StartOptions): Promise<Gateway> {
     metrics.configSwaps.inc();
   };
   opts.source.onUpdate(swap);
+  opts.source.onReject?.(() => metrics.configRejections.inc());
   try {
     await opts.source.start();
   } catch (err) {
@@ -142,13 +146,13 @@ export async function startGateway(opts: StartOptions): Promise<Gateway> {
 
   // The API admits requests only once every port is bound and every feature started.
   let open = false;
-  const handleApi = createHandler({ routes: apiRoutes, config: () => runtime, log, metrics, limiter, bodyLimit });
+  const handleApi = createHandler({ routes: apiRoutes, config: () => runtime, log, metrics, limiter, bodyLimit, bodyTimeoutMs });
   const api = createServer((req, res) => {
     if (open) return handleApi(req, res);
     req.resume();
     sendError(res, new GatewayError('not_ready', 'the gateway is starting; retry in a moment', { retryAfterSeconds: 1 }), 'openai');
   });
-  const admin = createServer(createHandler({ routes: adminRoutes, config: () => runtime, log, adminToken, bodyLimit }));
+  const admin = createServer(createHandler({ routes: adminRoutes, config: () => runtime, log, adminToken, bodyLimit, bodyTimeoutMs }));
   // Longer than common load balancers' idle timeouts, so they close first.
   api.keepAliveTimeout = 65_000;
   const inflight = trackInflight(api);

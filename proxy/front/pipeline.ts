@@ -17,6 +17,8 @@ export interface HandlerOptions {
   log: Logger;
   /** Largest request body read (413 past it). */
   bodyLimit: number;
+  /** How long a request body may take to arrive (408 past it). */
+  bodyTimeoutMs: number;
   metrics?: GatewayMetrics;
   /** Required for auth: 'admin' routes. */
   adminToken?: string;
@@ -91,6 +93,7 @@ export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res:
         req,
         res,
         bodyLimit: opts.bodyLimit,
+        bodyTimeoutMs: opts.bodyTimeoutMs,
         requestId,
         method,
         path,

@@ -5,22 +5,56 @@ import type { RequestContext } from './context.js';
 /** Default 32 MiB: coding agents send 100 KB+ bodies routinely, images as data URLs more. */
 export const DEFAULT_BODY_LIMIT = 32 * 1024 * 1024;
 
-/** Reads the whole body up to the limit: 413 past it, without buffering the excess. */
-export async function readBody(ctx: RequestContext): Promise<Buffer> {
-  const { bodyLimit } = ctx;
-  const declared = Number(ctx.req.headers['content-length'] ?? -1);
-  if (declared > bodyLimit) throw new GatewayError('body_too_large', `request body exceeds the limit of ${bodyLimit} bytes`);
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of ctx.req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > bodyLimit) {
-      ctx.req.resume();
-      throw new GatewayError('body_too_large', `request body exceeds the limit of ${bodyLimit} bytes`);
-    }
-    chunks.push(chunk);
-  }
-  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+/** Default 30 s for a whole request body to arrive (a stalled upload holds a connection and memory). */
+export const DEFAULT_BODY_TIMEOUT_MS = 30_000;
+
+/**
+ * Reads the whole body up to the limit: 413 past it, without buffering the excess; 408 when it
+ * has not arrived whole within the body timeout (the connection is closed after the answer).
+ */
+export function readBody(ctx: RequestContext): Promise<Buffer> {
+  const { bodyLimit, req } = ctx;
+  const declared = Number(req.headers['content-length'] ?? -1);
+  if (declared > bodyLimit) return Promise.reject(new GatewayError('body_too_large', `request body exceeds the limit of ${bodyLimit} bytes`));
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const done = (err?: Error) => {
+      clearTimeout(timer);
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+      req.off('close', onClose);
+      if (err) reject(err);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > bodyLimit) {
+        done(new GatewayError('body_too_large', `request body exceeds the limit of ${bodyLimit} bytes`));
+        req.resume();
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => {
+      done();
+      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+    };
+    const onError = (err: Error) => done(err);
+    const onClose = () => {
+      if (!req.complete) done(new Error('the client closed the connection before its request body ended'));
+    };
+    const timer = setTimeout(() => {
+      // The rest of the body will not be read: the connection cannot carry another request.
+      ctx.res.setHeader('connection', 'close');
+      ctx.res.once('finish', () => req.socket.destroy());
+      done(new GatewayError('request_timeout', `the request body did not arrive within ${Math.round(ctx.bodyTimeoutMs / 1000)} s`));
+    }, ctx.bodyTimeoutMs);
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onError);
+    req.on('close', onClose);
+  });
 }
 
 export interface JsonBody {

@@ -27,6 +27,8 @@ export interface RequestContext {
   log: Logger;
   /** Largest request body this gateway reads (413 past it). */
   bodyLimit: number;
+  /** How long the whole request body may take to arrive (408 past it). */
+  bodyTimeoutMs: number;
   /** The error shape of this route (may depend on headers, e.g. /v1/models). */
   shape: ErrorShape;
 }

@@ -7,6 +7,8 @@ export interface GatewayMetrics {
   /** 1 for the config version in service; the version label lets dashboards compare replicas. */
   config: Gauge<'version'>;
   configSwaps: Counter;
+  /** Config updates refused (invalid, or emptying the config); the last good config stayed. */
+  configRejections: Counter;
 }
 
 /** One registry per gateway (tests start several in one process). Labels never carry keys. */
@@ -37,5 +39,10 @@ export function createMetrics(): GatewayMetrics {
     help: 'Config snapshots taken into service',
     registers: [registry],
   });
-  return { registry, requests, duration, config, configSwaps };
+  const configRejections = new Counter({
+    name: 'tollgate_config_rejections_total',
+    help: 'Config updates refused (invalid, or leaving no models or no keys where there were some); the last good config stayed in service',
+    registers: [registry],
+  });
+  return { registry, requests, duration, config, configSwaps, configRejections };
 }
