@@ -71,6 +71,37 @@ export async function claimDeliveries(q: Queryable, owner: string, limit: number
   return r.rows.map(toDelivery);
 }
 
+/** What an attempt that began and never ended says: the process stopped or died during it. */
+export const NO_OUTCOME = 'no outcome recorded: the gateway stopped during the attempt';
+
+/**
+ * Records that attempt `attempt` is about to be sent (fenced by the lease), before it is: if the
+ * process dies during it, the attempt stays visible with no outcome, and the next one gets the
+ * next number. Returns false when the lease was lost (send nothing then).
+ */
+export async function beginAttempt(
+  store: { tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T> },
+  d: Delivery,
+  owner: string,
+  attempt: number,
+  startedAt: Date,
+): Promise<boolean> {
+  return store.tx(async (q) => {
+    const u = await q.query("UPDATE webhook_deliveries SET attempts = $3 WHERE id = $1 AND lease_owner = $2 AND status = 'pending' RETURNING id", [
+      d.id,
+      owner,
+      attempt,
+    ]);
+    if (u.rows.length === 0) return false;
+    await q.query(
+      `INSERT INTO webhook_attempts (delivery_id, attempt, started_at, duration_ms, status_code, error) VALUES ($1, $2, $3, NULL, NULL, $4)
+       ON CONFLICT (delivery_id, attempt) DO NOTHING`,
+      [d.id, attempt, startedAt.toISOString(), NO_OUTCOME],
+    );
+    return true;
+  });
+}
+
 /**
  * Records one attempt and its consequence (delivered, retry at `retryInMs`, or failed for good),
  * fenced by the lease: a worker that lost its lease records nothing. Returns false then.
@@ -101,14 +132,12 @@ export async function recordAttempt(
       ],
     );
     if (u.rows.length === 0) return false;
-    await q.query('INSERT INTO webhook_attempts (delivery_id, attempt, started_at, duration_ms, status_code, error) VALUES ($1, $2, $3, $4, $5, $6)', [
-      d.id,
-      a.attempt,
-      a.startedAt.toISOString(),
-      Math.round(a.durationMs),
-      a.statusCode,
-      a.error,
-    ]);
+    // Begun by beginAttempt; inserted here if it was not (an attempt refused before it was sent).
+    await q.query(
+      `INSERT INTO webhook_attempts (delivery_id, attempt, started_at, duration_ms, status_code, error) VALUES ($1, $2, $3, $4, $5, $6)
+       ON CONFLICT (delivery_id, attempt) DO UPDATE SET duration_ms = EXCLUDED.duration_ms, status_code = EXCLUDED.status_code, error = EXCLUDED.error`,
+      [d.id, a.attempt, a.startedAt.toISOString(), Math.round(a.durationMs), a.statusCode, a.error],
+    );
     return true;
   });
 }
@@ -122,7 +151,8 @@ export interface DeliveryView {
   id: string;
   url: string;
   status: Delivery['status'];
-  attempts: (AttemptRecord & { attempt: number })[];
+  /** durationMs null: the attempt began and no outcome was recorded (the gateway stopped during it). */
+  attempts: (Omit<AttemptRecord, 'durationMs'> & { durationMs: number | null })[];
   nextAttemptAt: string | null;
 }
 
@@ -134,7 +164,7 @@ export async function deliveriesOf(q: Queryable, taskId: string): Promise<Delive
   );
   const out: DeliveryView[] = [];
   for (const d of ds.rows) {
-    const as = await q.query<{ attempt: number; started_at: Date | string; duration_ms: number; status_code: number | null; error: string | null }>(
+    const as = await q.query<{ attempt: number; started_at: Date | string; duration_ms: number | null; status_code: number | null; error: string | null }>(
       'SELECT attempt, started_at, duration_ms, status_code, error FROM webhook_attempts WHERE delivery_id = $1 ORDER BY attempt',
       [d.id],
     );
@@ -147,7 +177,7 @@ export async function deliveriesOf(q: Queryable, taskId: string): Promise<Delive
       attempts: as.rows.map((a) => ({
         attempt: Number(a.attempt),
         startedAt: new Date(a.started_at),
-        durationMs: Number(a.duration_ms),
+        durationMs: a.duration_ms === null ? null : Number(a.duration_ms),
         statusCode: a.status_code === null ? null : Number(a.status_code),
         error: a.error,
       })),

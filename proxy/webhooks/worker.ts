@@ -5,7 +5,7 @@ import type { Store } from '../store/index.js';
 import { USER_AGENT } from '../upstreams/headers.js';
 import { assertUrlAllowed, guardedLookup, refusedCause, UrlRefusedError, type UrlPolicy } from '../net/url-guard.js';
 import { WorkerLoop } from './loop.js';
-import { claimDeliveries, recordAttempt, releaseDeliveryLeases, type AttemptRecord, type Delivery } from './outbox.js';
+import { beginAttempt, claimDeliveries, recordAttempt, releaseDeliveryLeases, type AttemptRecord, type Delivery } from './outbox.js';
 import { retryDelayMs } from './schedule.js';
 
 export interface DeliveryWorkerOptions {
@@ -34,9 +34,7 @@ export function createDeliveryWorker(o: DeliveryWorkerOptions) {
   const agent = new Agent({ connect: { lookup: guardedLookup(o.policy), timeout: Math.min(10_000, o.timeoutMs) }, keepAliveTimeout: 10_000 });
   const leaseMs = o.timeoutMs + 30_000;
 
-  const attemptOnce = async (d: Delivery, signal: AbortSignal): Promise<AttemptRecord & { refused: boolean }> => {
-    const attempt = d.attempts + 1;
-    const startedAt = new Date();
+  const attemptOnce = async (d: Delivery, signal: AbortSignal, attempt: number, startedAt: Date): Promise<AttemptRecord & { refused: boolean }> => {
     const t0 = performance.now();
     let statusCode: number | null = null;
     let error: string | null = null;
@@ -75,8 +73,20 @@ export function createDeliveryWorker(o: DeliveryWorkerOptions) {
   };
 
   const run = async (d: Delivery, signal: AbortSignal) => {
-    const a = await attemptOnce(d, signal);
-    if (signal.aborted && a.statusCode === null) return; // stopping: the lease is given back, the attempt does not count
+    // Recorded before it is sent: a crash during the attempt leaves it visible, with no outcome.
+    const attempt = d.attempts + 1;
+    const startedAt = new Date();
+    if (!(await beginAttempt(o.store, d, o.owner, attempt, startedAt))) {
+      o.log.warn('webhook attempt not made: lease lost', { delivery: d.id, task: d.taskId, attempt });
+      return;
+    }
+    const a = await attemptOnce(d, signal, attempt, startedAt);
+    if (signal.aborted && a.statusCode === null) {
+      // Stopping: the attempt stays on record (the receiver may have had the request) and the
+      // delivery is due again at once, for whichever replica claims it next.
+      await recordAttempt(o.store, d, o.owner, a, { outcome: 'retry', inMs: 0 });
+      return;
+    }
     const ok = a.statusCode !== null && a.statusCode >= 200 && a.statusCode < 300;
     const delay = ok || a.refused ? undefined : retryDelayMs(o.retryScheduleS, a.attempt);
     const next = ok

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Gateway } from '../../proxy/front/gateway.js';
 import { createLogger } from '../../kernel/log.js';
 import type { Store } from '../../proxy/store/index.js';
-import { enqueueDelivery } from '../../proxy/webhooks/outbox.js';
+import { beginAttempt, claimDeliveries, deliveriesOf, enqueueDelivery, NO_OUTCOME } from '../../proxy/webhooks/outbox.js';
 import { signBody } from '../../proxy/webhooks/signing.js';
 import { createDeliveryWorker } from '../../proxy/webhooks/worker.js';
 import { startSimulator, type Simulator } from '../../simulator/index.js';
@@ -104,6 +104,38 @@ for (const sc of storeCases()) {
         await rx.close();
         await gw.close();
       }
+    });
+
+    it('an attempt cut by a crash stays on record with no outcome, and the next one gets the next number', async () => {
+      const rx = await startReceiver(() => 200);
+      const body = Buffer.from('{"id":"img_crash","status":"succeeded"}');
+      const id = await store.tx((q) => enqueueDelivery(q, { taskId: 'img_crash', url: rx.url, body, signature: signBody(SECRET, body) }));
+      // A worker claims it (a lease of 50 ms), records the attempt it is about to send, and dies.
+      const [claimed] = await claimDeliveries(store, 'dying-replica', 1, 50);
+      expect(claimed?.id).toBe(id);
+      expect(await beginAttempt(store, claimed!, 'dying-replica', 1, new Date())).toBe(true);
+      const worker = createDeliveryWorker({
+        store,
+        log: createLogger({}, 'silent'),
+        owner: `survivor-${sc.name}`,
+        policy: { allowLoopback: true, allowPrivate: false },
+        retryScheduleS: [0.05],
+        timeoutMs: 1000,
+        intervalMs: 20,
+      });
+      try {
+        worker.start();
+        await waitUntil(async () => (await store.query("SELECT 1 FROM webhook_deliveries WHERE id = $1 AND status = 'delivered'", [id])).rows.length === 1);
+      } finally {
+        await worker.stop(0);
+        await rx.close();
+      }
+      const [view] = await deliveriesOf(store, 'img_crash');
+      expect(view!.attempts.map((a) => [a.attempt, a.statusCode, a.durationMs === null, a.error])).toEqual([
+        [1, null, true, NO_OUTCOME],
+        [2, 200, false, null],
+      ]);
+      expect(rx.received).toHaveLength(1);
     });
 
     it('gives up at the end of the schedule, and at once on an address the guard refuses', async () => {
