@@ -2,12 +2,14 @@ import type { Dispatcher } from 'undici';
 import type { ChatProtocol } from '../billing/index.js';
 import type { GroupModel } from '../config/runtime.js';
 import { estimateTokens, holdInputTokens } from '../ir/usage.js';
-import type { ProtocolAdapter } from '../protocols/index.js';
+import { clientCodec, type ClientChatCodec, type ProtocolAdapter } from '../protocols/index.js';
 import { readJson } from '../http/body.js';
 import type { GatewayDeps } from '../http/deps.js';
 import { badRequest, GatewayError } from '../../kernel/errors.js';
 import type { RequestContext } from '../http/context.js';
-import { callUpstream, chatProvider, failover, responseHeaders, type Attempt, type UpstreamError } from '../upstreams/index.js';
+import { callUpstream, chatCodecFor, chatProvider, failover, responseHeaders, type Attempt, type UpstreamError } from '../upstreams/index.js';
+import { TranslationError } from '../ir/chat.js';
+import { translatedAttempt, type Translation } from './translate.js';
 import type { CompiledBackend } from '../upstreams/types.js';
 import { checkClient } from './client-policy.js';
 import { ChatExchange } from './exchange.js';
@@ -38,14 +40,33 @@ export async function handleChat(ctx: RequestContext, deps: GatewayDeps, adapter
   checkClient(key.group, ctx.req, json, adapter.protocol);
   const stream = decideStream(info.stream, ctx.req.headers.accept);
 
-  if (!entry.model.backends.some((b) => chatProvider(b.provider)?.speaks.has(adapter.protocol))) {
+  // A backend that speaks the client's protocol is passed the bytes; any other chat backend is
+  // reached through the IR (decoded once, here, so a field it cannot carry is a 400 before the hold).
+  const native = entry.model.backends.some((b) => chatProvider(b.provider)?.speaks.has(adapter.protocol));
+  const client = clientCodec(adapter.protocol);
+  const foreign = entry.model.backends.filter((b) => !chatProvider(b.provider)?.speaks.has(adapter.protocol));
+  let decoded: ReturnType<ClientChatCodec['decode']> | undefined;
+  if (foreign.length && client) {
+    try {
+      decoded = client.decode(json);
+    } catch (err) {
+      if (!(err instanceof TranslationError) || native) throw err;
+      throw badRequest(err.message, err.param);
+    }
+    const refused = decoded.fates.find((f) => f.fate === 'refused');
+    if (refused && !native) {
+      throw badRequest(`${refused.field}: ${refused.why} (model "${info.model}" is served by ${foreign.map((b) => b.provider).join(', ')})`, refused.field);
+    }
+    if (refused) decoded = undefined; // the native backends serve it; the others cannot
+  }
+  if (!native && !decoded) {
     const spoken = [...new Set(entry.model.backends.map((b) => b.provider))].join(', ');
     const endpoints = new Set<string>();
     for (const b of entry.model.backends)
       for (const op of chatProvider(b.provider)?.speaks ?? []) if (op in ENDPOINTS) endpoints.add(ENDPOINTS[op as ChatProtocol]);
     throw new GatewayError(
       'not_implemented',
-      `model "${info.model}" is served by ${spoken}, which does not speak the ${adapter.protocol} protocol (translation between protocols is not available); call it through ${[...endpoints].join(' or ') || 'its own endpoint'}`,
+      `model "${info.model}" is served by ${spoken}, which does not speak the ${adapter.protocol} protocol, and translation from it is not available yet; call it through ${[...endpoints].join(' or ') || 'its own endpoint'}`,
       { param: 'model' },
     );
   }
@@ -73,6 +94,24 @@ export async function handleChat(ctx: RequestContext, deps: GatewayDeps, adapter
   const exchange = new ChatExchange(ctx, charge, estimatedInputTokens, entry.model.backends[0]!.model, (u) => {
     deps.limiter.addTokens(key.hash, u.inputTokens + u.outputTokens).catch((err: Error) => ctx.log.warn('rate-limit counter failed', { error: err.message }));
   });
+  const drain = key.group.disconnectPolicy === 'drain';
+  const translation: Translation | undefined =
+    decoded && client
+      ? {
+          client,
+          ir: decoded.ir,
+          fates: decoded.fates,
+          modelCode: info.model,
+          body: json,
+          stream,
+          outputCap,
+          secretFromEnv: deps.settings.secretFromEnv,
+          dispatcher: deps.upstreamAgent,
+          // With `drain`, the upstream outlives the client; otherwise it is aborted with it.
+          signal: drain ? new AbortController().signal : ctx.signal,
+          drain,
+        }
+      : undefined;
   try {
     await forward(ctx, deps, adapter, entry, exchange, {
       raw,
@@ -80,6 +119,7 @@ export async function handleChat(ctx: RequestContext, deps: GatewayDeps, adapter
       explicitStream: info.stream,
       stream,
       capToSet: info.maxOutputTokens === undefined ? outputCap : undefined,
+      translation,
     });
   } finally {
     await exchange.close();
@@ -95,6 +135,8 @@ interface ClientRequest {
   stream: boolean;
   /** The output cap to send when the client sent none (the one the hold was sized for). */
   capToSet: number | undefined;
+  /** Set when some backend is reached through the IR. */
+  translation: Translation | undefined;
 }
 
 /** Calls the backends in failover order until one answers, and relays that answer. */
@@ -111,10 +153,14 @@ async function forward(
   const upstreamSignal = drain ? new AbortController().signal : ctx.signal;
   const usable = (backend: CompiledBackend) => {
     const provider = chatProvider(backend.provider);
-    return provider?.speaks.has(adapter.protocol) ? provider : undefined;
+    if (!provider) return undefined;
+    if (provider.speaks.has(adapter.protocol)) return { provider, codec: undefined };
+    const codec = c.translation ? chatCodecFor(provider) : undefined;
+    return codec ? { provider, codec } : undefined;
   };
 
-  const result = await failover(entry.model.backends, deps.cooldowns, usable, async (backend, provider, isLast): Promise<Attempt<true>> => {
+  const result = await failover(entry.model.backends, deps.cooldowns, usable, async (backend, { provider, codec }, isLast): Promise<Attempt<true>> => {
+    if (codec) return translatedAttempt(ctx, c.translation!, exchange, backend, provider, codec, isLast);
     exchange.sent(backend.model);
     const call = upstreamRequest(ctx, backend, provider, deps.settings.secretFromEnv, adapter.protocol, c.raw, c.json, {
       on: c.stream,

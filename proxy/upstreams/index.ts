@@ -6,3 +6,4 @@ export { clientHeader, commonHeaders, responseHeaders, USER_AGENT } from './head
 export { Cooldowns, cooldownMs, orderBackends } from './select.js';
 export { failover, type Attempt, type AttemptFailure, type FailoverResult } from './failover.js';
 export type { Operation, Provider } from './types.js';
+export { chatCodecFor, type UpstreamChatCodec, type UpstreamStreamDecoder } from './chat-codecs.js';

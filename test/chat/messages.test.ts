@@ -167,15 +167,9 @@ describe('POST /v1/messages through the gateway (@anthropic-ai/sdk)', () => {
     expect(billing.quotes.has(id)).toBe(false);
   });
 
-  it("an OpenAI-protocol model is a clear 501 in Anthropic's shape", async () => {
-    const err = await client.messages.create({ model: 'sim-gpt', max_tokens: 10, messages: [{ role: 'user', content: 'x' }] }).catch((e: unknown) => e);
-    expect(err).toMatchObject({
-      status: 501,
-      error: {
-        type: 'error',
-        error: { message: expect.stringMatching(/does not speak the messages protocol .*call it through \/v1\/chat\/completions or \/v1\/responses$/) },
-      },
-    });
+  it('an OpenAI-protocol model answers too, translated (see translation.test.ts)', async () => {
+    const msg = await client.messages.create({ model: 'sim-gpt', max_tokens: 10, messages: [{ role: 'user', content: 'x' }] });
+    expect(msg).toMatchObject({ type: 'message', model: 'sim-gpt', stop_reason: expect.stringMatching(/end_turn|max_tokens/) });
   });
 
   it("passes the upstream's 429 through with retry-after and its own body", async () => {

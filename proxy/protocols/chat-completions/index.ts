@@ -1,5 +1,8 @@
 import { z } from 'zod';
-import { tokenCount, type Usage } from '../../ir/usage.js';
+import type { Usage } from '../../ir/usage.js';
+import { usageFromChat } from '../../ir/wire-usage.js';
+
+export { usageFromChat };
 import { hasObjectField, obj, parseObject, stringValueLength } from '../scan.js';
 import type { ChatRequestInfo, ProtocolAdapter, StreamTap } from '../types.js';
 import { encodeJsonEvent } from '../../sse/index.js';
@@ -15,20 +18,6 @@ export const ChatCompletionsRequest = z.looseObject({
   stream_options: z.looseObject({}).nullish(),
   n: z.number({ error: 'n must be a positive integer' }).int('n must be a positive integer').positive('n must be a positive integer').nullish(),
 });
-
-export function usageFromChat(u: unknown): Usage | null {
-  const o = obj(u);
-  if (!o) return null;
-  const input = tokenCount(o.prompt_tokens);
-  const output = tokenCount(o.completion_tokens);
-  return {
-    inputTokens: input,
-    cachedInputTokens: Math.min(input, tokenCount(obj(o.prompt_tokens_details)?.cached_tokens)),
-    cacheWriteTokens: 0,
-    outputTokens: output,
-    reasoningTokens: Math.min(output, tokenCount(obj(o.completion_tokens_details)?.reasoning_tokens)),
-  };
-}
 
 const TEXT_KEYS = ['"content":"', '"arguments":"', '"reasoning_content":"', '"refusal":"'] as const;
 

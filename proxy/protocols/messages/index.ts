@@ -1,5 +1,8 @@
 import { z } from 'zod';
-import { tokenCount, type Usage } from '../../ir/usage.js';
+import type { Usage } from '../../ir/usage.js';
+import { usageFromMessages } from '../../ir/wire-usage.js';
+
+export { usageFromMessages };
 import { eventType, obj, parseObject, stringValueLength } from '../scan.js';
 import type { ChatRequestInfo, ProtocolAdapter, StreamTap } from '../types.js';
 import { encodeJsonEvent } from '../../sse/index.js';
@@ -20,24 +23,6 @@ export const CountTokensRequest = z.looseObject({
   model: z.string({ error: 'model: Field required (a string: the model code)' }).min(1, 'model must not be empty'),
   messages: z.array(z.unknown(), { error: 'messages: Field required (an array of messages)' }),
 });
-
-/** Anthropic reports input_tokens without the cache parts; Usage.inputTokens counts them all. */
-export function usageFromMessages(u: unknown, prev: Usage | null = null): Usage | null {
-  const o = obj(u);
-  if (!o) return prev;
-  const pick = (k: string, p: number) => (o[k] === undefined || o[k] === null ? p : tokenCount(o[k]));
-  const prevPlain = prev ? prev.inputTokens - prev.cachedInputTokens - prev.cacheWriteTokens : 0;
-  const plain = pick('input_tokens', prevPlain);
-  const read = pick('cache_read_input_tokens', prev?.cachedInputTokens ?? 0);
-  const write = pick('cache_creation_input_tokens', prev?.cacheWriteTokens ?? 0);
-  return {
-    inputTokens: plain + read + write,
-    cachedInputTokens: read,
-    cacheWriteTokens: write,
-    outputTokens: pick('output_tokens', prev?.outputTokens ?? 0),
-    reasoningTokens: 0,
-  };
-}
 
 const TEXT_KEYS = ['"text":"', '"partial_json":"', '"thinking":"'] as const;
 

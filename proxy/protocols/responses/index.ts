@@ -1,5 +1,8 @@
 import { z } from 'zod';
-import { tokenCount, type Usage } from '../../ir/usage.js';
+import type { Usage } from '../../ir/usage.js';
+import { usageFromResponses } from '../../ir/wire-usage.js';
+
+export { usageFromResponses };
 import { eventType, obj, parseObject, stringValueLength } from '../scan.js';
 import type { ChatRequestInfo, ProtocolAdapter, StreamTap } from '../types.js';
 import { encodeJsonEvent } from '../../sse/index.js';
@@ -12,20 +15,6 @@ export const ResponsesRequest = z.looseObject({
   stream: z.boolean({ error: 'stream must be a boolean' }).nullish(),
   max_output_tokens: z.number().int().nonnegative().nullish(),
 });
-
-export function usageFromResponses(u: unknown): Usage | null {
-  const o = obj(u);
-  if (!o) return null;
-  const input = tokenCount(o.input_tokens);
-  const output = tokenCount(o.output_tokens);
-  return {
-    inputTokens: input,
-    cachedInputTokens: Math.min(input, tokenCount(obj(o.input_tokens_details)?.cached_tokens)),
-    cacheWriteTokens: 0,
-    outputTokens: output,
-    reasoningTokens: Math.min(output, tokenCount(obj(o.output_tokens_details)?.reasoning_tokens)),
-  };
-}
 
 const TERMINAL = new Set(['response.completed', 'response.incomplete', 'response.failed']);
 const TEXT_KEYS = ['"delta":"'] as const;

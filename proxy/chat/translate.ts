@@ -1,0 +1,181 @@
+import type { OutgoingHttpHeaders } from 'node:http';
+import type { Dispatcher } from 'undici';
+import type { IrFieldFate, IrRequest, IrResponse, IrStreamPart } from '../ir/chat.js';
+import type { RequestContext } from '../http/context.js';
+import type { ClientChatCodec } from '../protocols/index.js';
+import { SseParser } from '../sse/index.js';
+import { callUpstream, commonHeaders, credentialOf, type Attempt, type Provider, type UpstreamChatCodec, type UpstreamError } from '../upstreams/index.js';
+import type { CompiledBackend } from '../upstreams/types.js';
+import type { ChatExchange } from './exchange.js';
+
+/** The response header naming the request fields translation dropped (hints the backend cannot take). */
+export const DROPPED_HEADER = 'x-tollgate-dropped-fields';
+
+export interface Translation {
+  client: ClientChatCodec;
+  ir: IrRequest;
+  fates: IrFieldFate[];
+  /** The gateway's model code: what the client sees in translated answers. */
+  modelCode: string;
+  /** The client's body (its stream options). */
+  body: Record<string, unknown>;
+  stream: boolean;
+  /** The output cap the hold was sized for: always sent upstream. */
+  outputCap: number;
+  secretFromEnv: (name: string) => string | undefined;
+  dispatcher: Dispatcher;
+  signal: AbortSignal;
+  drain: boolean;
+}
+
+const header = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);
+
+/**
+ * One attempt on a backend that does not speak the client's protocol: the IR encoded for it, its
+ * answer decoded and re-encoded for the client. Money as in passthrough: usage from the
+ * upstream's own report, charged before the final bytes (the exchange sees to that).
+ */
+export async function translatedAttempt(
+  ctx: RequestContext,
+  t: Translation,
+  exchange: ChatExchange,
+  backend: CompiledBackend,
+  provider: Provider,
+  codec: UpstreamChatCodec,
+  isLast: boolean,
+): Promise<Attempt<true>> {
+  exchange.sent(backend.model);
+  const headers = commonHeaders(ctx.requestId, t.stream);
+  provider.headers(backend, ctx.req.headers, credentialOf(backend, t.secretFromEnv), headers);
+  if (backend.headers) Object.assign(headers, backend.headers);
+  const body = Buffer.from(JSON.stringify(codec.encode({ ...t.ir, stream: t.stream }, backend.model, t.outputCap)));
+  let resp: Dispatcher.ResponseData;
+  try {
+    resp = await callUpstream({ backend, path: provider.path(backend, codec.op), headers, body, signal: t.signal, dispatcher: t.dispatcher });
+  } catch (err) {
+    return { failed: { kind: (err as UpstreamError).kind } };
+  }
+  const dropped = t.fates.filter((f) => f.fate === 'dropped').map((f) => f.field);
+  const extra: OutgoingHttpHeaders = dropped.length ? { [DROPPED_HEADER]: dropped.join(', ') } : {};
+  const status = resp.statusCode;
+  if (status >= 400) {
+    const retryAfter = header(resp.headers['retry-after']);
+    if ((status === 429 || status >= 500) && !isLast) {
+      await resp.body.dump().catch(() => {});
+      return { failed: { kind: 'status', status, ...(retryAfter ? { retryAfter } : {}) } };
+    }
+    // The upstream's refusal in the client's shape, its status kept (retry-after too).
+    const e = codec.error(await resp.body.json().catch(() => undefined));
+    const bytes = Buffer.from(JSON.stringify(t.client.error(status, e.message)));
+    await exchange.answer(
+      status,
+      'upstream_error',
+      { 'content-type': 'application/json', ...(retryAfter ? { 'retry-after': retryAfter } : {}), ...extra },
+      bytes,
+    );
+    return { answered: true };
+  }
+  const isSse = /^text\/event-stream/i.test(header(resp.headers['content-type']) ?? '');
+  if (!t.stream) {
+    const answer = codec.decode(await readJson(resp, ctx, exchange));
+    exchange.usage(answer.usage, true, 0);
+    const bytes = Buffer.from(JSON.stringify(t.client.encode(answer, t.modelCode)));
+    await exchange.answer(200, 'ok', { 'content-type': 'application/json', ...extra }, bytes);
+    return { answered: true };
+  }
+  await relayTranslated(ctx, t, exchange, codec, resp, isSse, extra);
+  return { answered: true };
+}
+
+async function readJson(resp: Dispatcher.ResponseData, ctx: RequestContext, exchange: ChatExchange): Promise<unknown> {
+  try {
+    return await resp.body.json();
+  } catch (err) {
+    if (ctx.signal.aborted) exchange.cancelled();
+    else exchange.unavailable(502);
+    throw err;
+  }
+}
+
+/** A whole answer as the parts a stream would have carried (an upstream that answered JSON to a stream request). */
+function partsOf(r: IrResponse): IrStreamPart[] {
+  const out: IrStreamPart[] = [{ type: 'start', id: r.id }];
+  r.content.forEach((p, index) => {
+    if (p.type === 'text') out.push({ type: 'text', index, delta: p.text });
+    else if (p.type === 'reasoning') out.push({ type: 'reasoning', index, delta: p.text });
+    else if (p.type === 'tool_call')
+      out.push({ type: 'tool_call_start', index, id: p.id, name: p.name }, { type: 'tool_call_delta', index, arguments: p.arguments });
+    else return;
+    out.push({ type: 'block_end', index });
+  });
+  out.push({ type: 'finish', finish: r.finish, usage: r.usage });
+  return out;
+}
+
+/**
+ * The upstream's stream decoded to IR parts and encoded for the client as they come; the finish
+ * (the client protocol's terminal events) waits for the charge.
+ */
+async function relayTranslated(
+  ctx: RequestContext,
+  t: Translation,
+  exchange: ChatExchange,
+  codec: UpstreamChatCodec,
+  resp: Dispatcher.ResponseData,
+  isSse: boolean,
+  extra: OutgoingHttpHeaders,
+): Promise<void> {
+  const encoder = t.client.streamEncoder(t.modelCode, t.body);
+  exchange.startStream(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', ...extra });
+  const res = ctx.res;
+  let firstByteAt: bigint | undefined;
+  let final: string | undefined;
+  let failed: string | undefined;
+  const decoder = codec.streamDecoder();
+  const emit = (parts: IrStreamPart[]) => {
+    let out = '';
+    for (const p of parts) {
+      if (p.type === 'finish') final = encoder.encode(p);
+      else if (p.type === 'error') failed = encoder.encode(p);
+      else out += encoder.encode(p);
+    }
+    return out;
+  };
+  const write = async (text: string) => {
+    if (text === '' || ctx.signal.aborted) return;
+    firstByteAt ??= process.hrtime.bigint();
+    if (!res.write(text)) await new Promise<void>((r) => res.once('drain', r).once('close', r));
+  };
+  let error: unknown;
+  let whole: IrResponse | undefined;
+  try {
+    if (!isSse) {
+      whole = codec.decode(await resp.body.json());
+      await write(emit(partsOf(whole)));
+    } else {
+      const pending: IrStreamPart[] = [];
+      const parser = new SseParser((event, data) => pending.push(...decoder.event(event, data)));
+      for await (const chunk of resp.body as AsyncIterable<Buffer>) {
+        if (ctx.signal.aborted && !t.drain) break;
+        parser.push(chunk);
+        await write(emit(pending.splice(0)));
+        if (decoder.done) break;
+      }
+      parser.end();
+      await write(emit(pending.splice(0)));
+    }
+  } catch (err) {
+    error = err;
+  }
+  exchange.firstByte(firstByteAt);
+  const usage = whole ? whole.usage : decoder.reported;
+  if (final !== undefined && usage) exchange.usage(usage, true, 0);
+  else exchange.usage(usage, false, decoder.outputBytes);
+  if (ctx.signal.aborted) return exchange.cancelled();
+  if (failed !== undefined) return exchange.endStream('upstream_error', failed);
+  if (final === undefined) {
+    const reason = error instanceof Error ? error.message : 'the upstream ended the stream early';
+    return exchange.endStream('upstream_error', encoder.encode({ type: 'error', message: `upstream stream failed: ${reason}` }));
+  }
+  return exchange.endStream('ok', final);
+}

@@ -1,0 +1,252 @@
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { deadPort } from '../support/ports.js';
+import { apiKey, chatRoute, group } from '../support/resources.js';
+import { startStack, type Stack } from '../support/stack.js';
+import { RecordingBilling, rid, upstreamOf, withRequestId } from './support.js';
+
+/**
+ * Any chat endpoint reaches any chat model: the official SDKs against a backend that speaks the
+ * other protocol (the simulator serves each model through its own protocol only), JSON and SSE,
+ * tools across a full loop, errors in the client's shape, usage charged as the upstream reported.
+ */
+const KEY = 'sk-service-translation-test';
+const billing = new RecordingBilling();
+let stack: Stack;
+let openai: OpenAI;
+let anthropic: Anthropic;
+
+const WEATHER = {
+  name: 'get_weather',
+  description: 'Weather of a city',
+  parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+};
+
+beforeAll(async () => {
+  const dead = await deadPort();
+  stack = await startStack(
+    (sim) => [
+      chatRoute('claude-only', sim, { backend: { provider: 'anthropic', model: 'claude-sim' } }),
+      chatRoute('gpt-only', `${sim}/v1`, { backend: { model: 'gpt-sim' } }),
+      {
+        ...chatRoute('claude-then-gpt', sim),
+        spec: {
+          type: 'chat',
+          backends: [
+            { provider: 'anthropic', baseURL: `http://127.0.0.1:${dead}`, model: 'claude-dead', priority: 0 },
+            { provider: 'openai', baseURL: `${sim}/v1`, model: 'gpt-sim', priority: 1 },
+          ],
+          pricing: { inputPerMillion: '1', outputPerMillion: '2' },
+        },
+      },
+      group('g', ['claude-only', 'gpt-only', 'claude-then-gpt']),
+      apiKey('k', KEY, 'g'),
+    ],
+    { billing: billing.factory },
+  );
+  openai = new OpenAI({ baseURL: `${stack.gw.url}/v1`, apiKey: KEY, maxRetries: 0 });
+  anthropic = new Anthropic({ baseURL: stack.gw.url, apiKey: null, authToken: KEY, maxRetries: 0 });
+});
+afterAll(() => stack.close());
+
+describe('openai SDK (Chat Completions) against a Messages-only model', () => {
+  it('JSON: the answer in the Chat Completions shape under the gateway model code, usage charged as the upstream reported it', async () => {
+    const id = rid('t-cc-json');
+    const c = await openai.chat.completions.create(
+      {
+        model: 'claude-only',
+        messages: [
+          { role: 'system', content: 'Be brief.' },
+          { role: 'user', content: 'Hello there' },
+        ],
+        seed: 7,
+      },
+      withRequestId(id),
+    );
+    expect(c.object).toBe('chat.completion');
+    expect(c.model).toBe('claude-only');
+    expect(c.choices[0]!.message.content!.length).toBeGreaterThan(0);
+    expect(c.choices[0]!.finish_reason).toBe('stop');
+    // What the upstream got: Anthropic's wire, with the system prompt and the cap the hold was sized for.
+    const up = JSON.parse(upstreamOf(stack.sim, id).body.toString()) as Record<string, unknown>;
+    expect(up).toMatchObject({
+      model: 'claude-sim',
+      system: 'Be brief.',
+      max_tokens: 4096,
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'Hello there' }] }],
+    });
+    const s = billing.settled(id);
+    expect(s).toMatchObject({ status: 'ok', usageSource: 'reported', upstreamModel: 'claude-sim' });
+    expect(c.usage!.prompt_tokens).toBe(s.usage!.inputTokens);
+    expect(c.usage!.completion_tokens).toBe(s.usage!.outputTokens);
+  });
+
+  it('a hint the backend cannot take is dropped and named in x-tollgate-dropped-fields; one that changes the answer is a 400 naming it', async () => {
+    const { response } = await openai.chat.completions
+      .create({ model: 'claude-only', messages: [{ role: 'user', content: 'hi' }], seed: 1, store: true })
+      .withResponse();
+    expect(response.headers.get('x-tollgate-dropped-fields')).toBe('seed, store');
+    const err = await openai.chat.completions.create({ model: 'claude-only', n: 2, messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ status: 400, param: 'n' });
+  });
+
+  it('SSE: deltas in order, the usage chunk, [DONE]; charged on the reported usage', async () => {
+    const id = rid('t-cc-sse');
+    let text = '';
+    let usage: OpenAI.CompletionUsage | undefined;
+    let finish: string | null | undefined;
+    const stream = await openai.chat.completions.create(
+      { model: 'claude-only', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'Tell me a story' }] },
+      withRequestId(id),
+    );
+    for await (const chunk of stream) {
+      expect(chunk.model).toBe('claude-only');
+      text += chunk.choices[0]?.delta.content ?? '';
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+      if (chunk.usage) usage = chunk.usage;
+    }
+    expect(text.length).toBeGreaterThan(0);
+    expect(finish).toBe('stop');
+    const s = billing.settled(id);
+    expect(s).toMatchObject({ status: 'ok', usageSource: 'reported' });
+    expect(usage).toMatchObject({ prompt_tokens: s.usage!.inputTokens, completion_tokens: s.usage!.outputTokens });
+  });
+
+  it('a tool loop: the call (streamed arguments reassembled), the result, the next answer', async () => {
+    const tools = [{ type: 'function' as const, function: WEATHER }];
+    const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: 'user', content: 'Weather in Paris? [sim:tool]' }];
+    const stream = await openai.chat.completions.create({ model: 'claude-only', stream: true, tools, messages });
+    const calls = new Map<number, { id: string; name: string; args: string }>();
+    let finish: string | null | undefined;
+    for await (const chunk of stream) {
+      for (const tc of chunk.choices[0]?.delta.tool_calls ?? []) {
+        const c = calls.get(tc.index) ?? { id: '', name: '', args: '' };
+        c.id ||= tc.id ?? '';
+        c.name ||= tc.function?.name ?? '';
+        c.args += tc.function?.arguments ?? '';
+        calls.set(tc.index, c);
+      }
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+    }
+    expect(finish).toBe('tool_calls');
+    const call = calls.get(0)!;
+    expect(call.name).toBe('get_weather');
+    expect(JSON.parse(call.args)).toHaveProperty('city');
+    messages.push({ role: 'assistant', content: null, tool_calls: [{ id: call.id, type: 'function', function: { name: call.name, arguments: call.args } }] });
+    messages.push({ role: 'tool', tool_call_id: call.id, content: 'sunny, 21 C' });
+    const id = rid('t-cc-tool2');
+    const next = await openai.chat.completions.create({ model: 'claude-only', tools, messages }, withRequestId(id));
+    expect(next.choices[0]!.finish_reason).toBe('stop');
+    expect(next.choices[0]!.message.content!.length).toBeGreaterThan(0);
+    // The result went back as Anthropic's tool_result, answering the tool_use it came from.
+    const up = JSON.parse(upstreamOf(stack.sim, id).body.toString()) as {
+      messages: { role: string; content: { type: string; tool_use_id?: string; id?: string }[] }[];
+    };
+    expect(up.messages.map((m) => m.content.map((b) => b.type))).toEqual([['text'], ['tool_use'], ['tool_result']]);
+    expect(up.messages[2]!.content[0]!.tool_use_id).toBe(up.messages[1]!.content[0]!.id);
+  });
+
+  it("an upstream 429 keeps its status and retry-after, in OpenAI's error shape", async () => {
+    const err = await openai.chat.completions.create({ model: 'claude-only', messages: [{ role: 'user', content: '[sim:429]' }] }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OpenAI.RateLimitError);
+    expect((err as InstanceType<typeof OpenAI.RateLimitError>).headers.get('retry-after')).toBe('7');
+    expect((err as InstanceType<typeof OpenAI.RateLimitError>).error).toMatchObject({ type: 'rate_limit_error' });
+  });
+});
+
+describe('@anthropic-ai/sdk (Messages) against a Chat-Completions-only model', () => {
+  it('JSON: the answer in the Messages shape, usage as the upstream reported it', async () => {
+    const id = rid('t-m-json');
+    const msg = await anthropic.messages.create(
+      {
+        model: 'gpt-only',
+        max_tokens: 200,
+        system: [{ type: 'text', text: 'Be brief.', cache_control: { type: 'ephemeral' } }],
+        messages: [{ role: 'user', content: 'Hello' }],
+      },
+      withRequestId(id),
+    );
+    expect(msg).toMatchObject({ type: 'message', role: 'assistant', model: 'gpt-only', stop_reason: 'end_turn' });
+    expect(msg.content[0]!.type).toBe('text');
+    const up = JSON.parse(upstreamOf(stack.sim, id).body.toString()) as Record<string, unknown>;
+    expect(up).toMatchObject({
+      model: 'gpt-sim',
+      max_completion_tokens: 200,
+      messages: [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: 'Hello' },
+      ],
+    });
+    const s = billing.settled(id);
+    expect(s).toMatchObject({ status: 'ok', usageSource: 'reported' });
+    expect(msg.usage.input_tokens + (msg.usage.cache_read_input_tokens ?? 0)).toBe(s.usage!.inputTokens);
+    expect(msg.usage.output_tokens).toBe(s.usage!.outputTokens);
+  });
+
+  it('the stream helper: text deltas, the final message with usage; Claude Code mid-conversation system messages join the instructions', async () => {
+    const id = rid('t-m-sse');
+    const stream = anthropic.messages.stream(
+      {
+        model: 'gpt-only',
+        max_tokens: 300,
+        messages: [
+          { role: 'user', content: 'Hi' },
+          { role: 'assistant', content: 'Hello!' },
+          { role: 'system' as 'user', content: 'Answer in English.' },
+          { role: 'user', content: 'Tell me more' },
+        ],
+      },
+      withRequestId(id),
+    );
+    let text = '';
+    stream.on('text', (t) => (text += t));
+    const final = await stream.finalMessage();
+    expect(text.length).toBeGreaterThan(0);
+    expect(final.content.map((b) => b.type)).toEqual(['text']);
+    expect(final.stop_reason).toBe('end_turn');
+    const s = billing.settled(id);
+    expect(s).toMatchObject({ status: 'ok', usageSource: 'reported' });
+    expect(final.usage.output_tokens).toBe(s.usage!.outputTokens);
+    const up = JSON.parse(upstreamOf(stack.sim, id).body.toString()) as { messages: { role: string }[] };
+    expect(up.messages.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'user']);
+  });
+
+  it('tools: a streamed tool_use with its input, then the tool_result turn gets an answer', async () => {
+    const tools = [{ name: WEATHER.name, description: WEATHER.description, input_schema: WEATHER.parameters as Anthropic.Tool.InputSchema }];
+    const first = await anthropic.messages
+      .stream({ model: 'gpt-only', max_tokens: 300, tools, messages: [{ role: 'user', content: 'Weather in Oslo? [sim:tool]' }] })
+      .finalMessage();
+    expect(first.stop_reason).toBe('tool_use');
+    const use = first.content.find((b) => b.type === 'tool_use')!;
+    expect(use).toMatchObject({ name: 'get_weather', input: { city: expect.any(String) } });
+    const next = await anthropic.messages.create({
+      model: 'gpt-only',
+      max_tokens: 300,
+      tools,
+      messages: [
+        { role: 'user', content: 'Weather in Oslo? [sim:tool]' },
+        { role: 'assistant', content: first.content },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: 'snow, -3 C' }] },
+      ],
+    });
+    expect(next.stop_reason).toBe('end_turn');
+    expect(next.content[0]!.type).toBe('text');
+  });
+
+  it('fails over across protocols: an unreachable Anthropic backend, then an OpenAI one, translated', async () => {
+    const id = rid('t-failover');
+    const msg = await anthropic.messages.create({ model: 'claude-then-gpt', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }] }, withRequestId(id));
+    expect(msg.content[0]!.type).toBe('text');
+    expect(billing.settled(id)).toMatchObject({ status: 'ok', upstreamModel: 'gpt-sim' });
+  });
+
+  it("an upstream 500 on the last backend is a 500 in Anthropic's shape, and nothing is charged for it", async () => {
+    const id = rid('t-m-500');
+    const err = await anthropic.messages
+      .create({ model: 'gpt-only', max_tokens: 10, messages: [{ role: 'user', content: '[sim:500]' }] }, withRequestId(id))
+      .catch((e: unknown) => e);
+    expect(err).toMatchObject({ status: 500, error: { type: 'error', error: { type: 'api_error' } } });
+    expect(billing.settled(id)).toMatchObject({ status: 'upstream_error', usage: null });
+  });
+});
