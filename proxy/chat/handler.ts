@@ -2,7 +2,7 @@ import type { Dispatcher } from 'undici';
 import type { ChatProtocol } from '../billing/index.js';
 import type { GroupModel } from '../config/runtime.js';
 import { estimateTokens, holdInputTokens } from '../ir/usage.js';
-import { clientCodec, type ClientChatCodec, type ProtocolAdapter } from '../protocols/index.js';
+import { clientCodec, type ClientDecoded, type ProtocolAdapter } from '../protocols/index.js';
 import { readJson } from '../http/body.js';
 import type { GatewayDeps } from '../http/deps.js';
 import { badRequest, GatewayError } from '../../kernel/errors.js';
@@ -45,8 +45,8 @@ export async function handleChat(ctx: RequestContext, deps: GatewayDeps, adapter
   const native = entry.model.backends.some((b) => chatProvider(b.provider)?.speaks.has(adapter.protocol));
   const client = clientCodec(adapter.protocol);
   const foreign = entry.model.backends.filter((b) => !chatProvider(b.provider)?.speaks.has(adapter.protocol));
-  let decoded: ReturnType<ClientChatCodec['decode']> | undefined;
-  if (foreign.length && client) {
+  let decoded: ClientDecoded | undefined;
+  if (foreign.length) {
     try {
       decoded = client.decode(json);
     } catch (err) {
@@ -95,23 +95,20 @@ export async function handleChat(ctx: RequestContext, deps: GatewayDeps, adapter
     deps.limiter.addTokens(key.hash, u.inputTokens + u.outputTokens).catch((err: Error) => ctx.log.warn('rate-limit counter failed', { error: err.message }));
   });
   const drain = key.group.disconnectPolicy === 'drain';
-  const translation: Translation | undefined =
-    decoded && client
-      ? {
-          client,
-          ir: decoded.ir,
-          fates: decoded.fates,
-          modelCode: info.model,
-          body: json,
-          stream,
-          outputCap,
-          secretFromEnv: deps.settings.secretFromEnv,
-          dispatcher: deps.upstreamAgent,
-          // With `drain`, the upstream outlives the client; otherwise it is aborted with it.
-          signal: drain ? new AbortController().signal : ctx.signal,
-          drain,
-        }
-      : undefined;
+  const translation: Translation | undefined = decoded
+    ? {
+        client,
+        decoded,
+        modelCode: info.model,
+        stream,
+        outputCap,
+        secretFromEnv: deps.settings.secretFromEnv,
+        dispatcher: deps.upstreamAgent,
+        // With `drain`, the upstream outlives the client; otherwise it is aborted with it.
+        signal: drain ? new AbortController().signal : ctx.signal,
+        drain,
+      }
+    : undefined;
   try {
     await forward(ctx, deps, adapter, entry, exchange, {
       raw,

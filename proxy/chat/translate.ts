@@ -1,8 +1,8 @@
 import type { OutgoingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
-import type { IrFieldFate, IrRequest, IrResponse, IrStreamPart } from '../ir/chat.js';
+import type { IrResponse, IrStreamPart } from '../ir/chat.js';
 import type { RequestContext } from '../http/context.js';
-import type { ClientChatCodec } from '../protocols/index.js';
+import type { ClientChatCodec, ClientDecoded } from '../protocols/index.js';
 import { SseParser } from '../sse/index.js';
 import { callUpstream, commonHeaders, credentialOf, type Attempt, type Provider, type UpstreamChatCodec, type UpstreamError } from '../upstreams/index.js';
 import type { CompiledBackend } from '../upstreams/types.js';
@@ -13,12 +13,9 @@ export const DROPPED_HEADER = 'x-tollgate-dropped-fields';
 
 export interface Translation {
   client: ClientChatCodec;
-  ir: IrRequest;
-  fates: IrFieldFate[];
+  decoded: ClientDecoded;
   /** The gateway's model code: what the client sees in translated answers. */
   modelCode: string;
-  /** The client's body (its stream options). */
-  body: Record<string, unknown>;
   stream: boolean;
   /** The output cap the hold was sized for: always sent upstream. */
   outputCap: number;
@@ -48,14 +45,14 @@ export async function translatedAttempt(
   const headers = commonHeaders(ctx.requestId, t.stream);
   provider.headers(backend, ctx.req.headers, credentialOf(backend, t.secretFromEnv), headers);
   if (backend.headers) Object.assign(headers, backend.headers);
-  const body = Buffer.from(JSON.stringify(codec.encode({ ...t.ir, stream: t.stream }, backend.model, t.outputCap)));
+  const body = Buffer.from(JSON.stringify(codec.encode({ ...t.decoded.ir, stream: t.stream }, backend.model, t.outputCap)));
   let resp: Dispatcher.ResponseData;
   try {
     resp = await callUpstream({ backend, path: provider.path(backend, codec.op), headers, body, signal: t.signal, dispatcher: t.dispatcher });
   } catch (err) {
     return { failed: { kind: (err as UpstreamError).kind } };
   }
-  const dropped = t.fates.filter((f) => f.fate === 'dropped').map((f) => f.field);
+  const dropped = t.decoded.fates.filter((f) => f.fate === 'dropped').map((f) => f.field);
   const extra: OutgoingHttpHeaders = dropped.length ? { [DROPPED_HEADER]: dropped.join(', ') } : {};
   const status = resp.statusCode;
   if (status >= 400) {
@@ -79,7 +76,7 @@ export async function translatedAttempt(
   if (!t.stream) {
     const answer = codec.decode(await readJson(resp, ctx, exchange));
     exchange.usage(answer.usage, true, 0);
-    const bytes = Buffer.from(JSON.stringify(t.client.encode(answer, t.modelCode)));
+    const bytes = Buffer.from(JSON.stringify(t.decoded.encode(answer, t.modelCode)));
     await exchange.answer(200, 'ok', { 'content-type': 'application/json', ...extra }, bytes);
     return { answered: true };
   }
@@ -125,7 +122,7 @@ async function relayTranslated(
   isSse: boolean,
   extra: OutgoingHttpHeaders,
 ): Promise<void> {
-  const encoder = t.client.streamEncoder(t.modelCode, t.body);
+  const encoder = t.decoded.streamEncoder(t.modelCode);
   exchange.startStream(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', ...extra });
   const res = ctx.res;
   let firstByteAt: bigint | undefined;

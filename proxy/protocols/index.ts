@@ -11,4 +11,4 @@ export const PROTOCOLS: Record<ChatProtocol, ProtocolAdapter> = {
 };
 
 export type { ChatRequestInfo, ProtocolAdapter, StreamTap } from './types.js';
-export { clientCodec, type ClientChatCodec } from './translation.js';
+export { clientCodec, type ClientChatCodec, type ClientDecoded } from './translation.js';

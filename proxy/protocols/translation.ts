@@ -2,12 +2,20 @@ import type { IrFieldFate, IrRequest, IrResponse, IrStreamPart } from '../ir/cha
 import type { ChatProtocol } from '../ir/protocol.js';
 import { ChatStreamEncoder, decodeChatRequest, encodeChatResponse } from './chat-completions/codec.js';
 import { decodeMessagesRequest, encodeMessagesResponse, MessagesStreamEncoder } from './messages/codec.js';
+import { decodeResponsesRequest, encodeResponsesResponse, ResponsesStreamEncoder } from './responses/codec.js';
 
-/** A client protocol's side of translation: its request decoded, its answers and errors encoded. */
-export interface ClientChatCodec {
-  decode(body: Record<string, unknown>): { ir: IrRequest; fates: IrFieldFate[] };
+/** A client request decoded for translation, with the encoders of its answer (they may need what the request said). */
+export interface ClientDecoded {
+  ir: IrRequest;
+  fates: IrFieldFate[];
+  /** A whole answer in the client's shape; `model` is the gateway's model code. */
   encode(r: IrResponse, model: string): Record<string, unknown>;
-  streamEncoder(model: string, body: Record<string, unknown>): { encode(p: IrStreamPart): string };
+  streamEncoder(model: string): { encode(p: IrStreamPart): string };
+}
+
+/** A client protocol's side of translation: its request decoded, its errors encoded. */
+export interface ClientChatCodec {
+  decode(body: Record<string, unknown>): ClientDecoded;
   /** An upstream's error, re-rendered in this protocol's shape (the status is kept by the caller). */
   error(status: number, message: string): Record<string, unknown>;
 }
@@ -24,26 +32,36 @@ function typeFor(status: number, anthropic: boolean): string {
   return 'api_error';
 }
 
-const CODECS: Partial<Record<ChatProtocol, ClientChatCodec>> = {
+const openaiError = (status: number, message: string) => ({ error: { message, type: typeFor(status, false), param: null, code: 'upstream_error' } });
+
+const CODECS: Record<ChatProtocol, ClientChatCodec> = {
   'chat-completions': {
-    decode: decodeChatRequest,
-    encode: encodeChatResponse,
-    streamEncoder: (model, body) =>
-      new ChatStreamEncoder(
-        model,
-        typeof body.stream_options === 'object' && body.stream_options !== null && (body.stream_options as Record<string, unknown>).include_usage === true,
-      ),
-    error: (status, message) => ({ error: { message, type: typeFor(status, false), param: null, code: 'upstream_error' } }),
+    decode: (body) => {
+      const includeUsage =
+        typeof body.stream_options === 'object' && body.stream_options !== null && (body.stream_options as Record<string, unknown>).include_usage === true;
+      return { ...decodeChatRequest(body), encode: encodeChatResponse, streamEncoder: (model) => new ChatStreamEncoder(model, includeUsage) };
+    },
+    error: openaiError,
   },
   messages: {
-    decode: decodeMessagesRequest,
-    encode: encodeMessagesResponse,
-    streamEncoder: (model) => new MessagesStreamEncoder(model),
+    decode: (body) => ({ ...decodeMessagesRequest(body), encode: encodeMessagesResponse, streamEncoder: (model) => new MessagesStreamEncoder(model) }),
     error: (status, message) => ({ type: 'error', error: { type: typeFor(status, true), message } }),
+  },
+  responses: {
+    decode: (body) => {
+      const d = decodeResponsesRequest(body);
+      return {
+        ir: d.ir,
+        fates: d.fates,
+        encode: (r, model) => encodeResponsesResponse(r, model, d.custom),
+        streamEncoder: (model) => new ResponsesStreamEncoder(model, d.custom),
+      };
+    },
+    error: openaiError,
   },
 };
 
-/** The client side of translation for a protocol, when the gateway translates it. */
-export function clientCodec(protocol: ChatProtocol): ClientChatCodec | undefined {
+/** The client side of translation for a protocol. */
+export function clientCodec(protocol: ChatProtocol): ClientChatCodec {
   return CODECS[protocol];
 }

@@ -29,6 +29,8 @@ beforeAll(async () => {
     (sim) => [
       chatRoute('claude-only', sim, { backend: { provider: 'anthropic', model: 'claude-sim' } }),
       chatRoute('gpt-only', `${sim}/v1`, { backend: { model: 'gpt-sim' } }),
+      // An OpenAI-compatible server speaks Chat Completions only: Responses clients reach it translated.
+      chatRoute('compat-only', `${sim}/v1`, { backend: { provider: 'openai-compatible', model: 'gpt-sim' } }),
       {
         ...chatRoute('claude-then-gpt', sim),
         spec: {
@@ -40,7 +42,7 @@ beforeAll(async () => {
           pricing: { inputPerMillion: '1', outputPerMillion: '2' },
         },
       },
-      group('g', ['claude-only', 'gpt-only', 'claude-then-gpt']),
+      group('g', ['claude-only', 'gpt-only', 'compat-only', 'claude-then-gpt']),
       apiKey('k', KEY, 'g'),
     ],
     { billing: billing.factory },
@@ -248,5 +250,106 @@ describe('@anthropic-ai/sdk (Messages) against a Chat-Completions-only model', (
       .catch((e: unknown) => e);
     expect(err).toMatchObject({ status: 500, error: { type: 'error', error: { type: 'api_error' } } });
     expect(billing.settled(id)).toMatchObject({ status: 'upstream_error', usage: null });
+  });
+});
+
+describe('openai SDK (Responses, as Codex speaks it) against a Messages-only model', () => {
+  it('JSON: developer instructions, the answer as a message item, usage as the upstream reported it', async () => {
+    const id = rid('t-r-json');
+    const r = await openai.responses.create(
+      {
+        model: 'claude-only',
+        store: false,
+        input: [
+          { role: 'developer', content: 'You are a coding agent.' },
+          { role: 'user', content: [{ type: 'input_text', text: 'Hello' }] },
+        ],
+      },
+      withRequestId(id),
+    );
+    expect(r).toMatchObject({ object: 'response', status: 'completed', model: 'claude-only' });
+    expect(r.output_text.length).toBeGreaterThan(0);
+    const up = JSON.parse(upstreamOf(stack.sim, id).body.toString()) as Record<string, unknown>;
+    expect(up).toMatchObject({ model: 'claude-sim', system: 'You are a coding agent.' });
+    const s = billing.settled(id);
+    expect(s).toMatchObject({ status: 'ok', usageSource: 'reported' });
+    expect(r.usage).toMatchObject({ input_tokens: s.usage!.inputTokens, output_tokens: s.usage!.outputTokens });
+  });
+
+  it('SSE: every event has its type and a rising sequence_number, ending in response.completed with usage', async () => {
+    const r = await fetch(`${stack.gw.url}/v1/responses`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', accept: 'text/event-stream' },
+      body: JSON.stringify({ model: 'claude-only', stream: true, input: 'Tell me a story', reasoning: { effort: 'low', summary: 'auto' } }),
+    });
+    expect(r.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    const events = (await r.text())
+      .split('\n\n')
+      .filter((e) => e.includes('data: '))
+      .map((e) => ({ event: /^event: (.+)$/m.exec(e)?.[1], data: JSON.parse(/^data: (.+)$/m.exec(e)![1]!) as { type: string; sequence_number: number } }));
+    events.forEach((e, i) => {
+      expect(e.data.type).toBe(e.event);
+      expect(e.data.sequence_number).toBe(i);
+    });
+    const types = events.map((e) => e.data.type);
+    expect(types[0]).toBe('response.created');
+    expect(types).toContain('response.output_text.delta');
+    expect(types).toContain('response.reasoning_summary_text.delta'); // reasoning asked for, and the upstream thought
+    expect(types.at(-1)).toBe('response.completed');
+    expect((events.at(-1)!.data as unknown as { response: { usage: { output_tokens: number } } }).response.usage.output_tokens).toBeGreaterThan(0);
+  });
+
+  it("a function tool loop and a custom (freeform) tool, as Codex's apply_patch: calls as function_call / custom_tool_call items", async () => {
+    const tools: OpenAI.Responses.Tool[] = [
+      { type: 'function', name: 'get_weather', description: 'Weather of a city', parameters: WEATHER.parameters, strict: false },
+      { type: 'web_search' },
+    ];
+    const first = await openai.responses.create({ model: 'claude-only', tools, input: 'Weather in Rome? [sim:tool]' });
+    const call = first.output.find((o) => o.type === 'function_call')!;
+    expect(call).toMatchObject({ type: 'function_call', name: 'get_weather' });
+    expect(JSON.parse((call as { arguments: string }).arguments)).toHaveProperty('city');
+    const next = await openai.responses.create({
+      model: 'claude-only',
+      tools,
+      input: [
+        { role: 'user', content: 'Weather in Rome? [sim:tool]' },
+        { type: 'function_call', call_id: (call as { call_id: string }).call_id, name: 'get_weather', arguments: (call as { arguments: string }).arguments },
+        { type: 'function_call_output', call_id: (call as { call_id: string }).call_id, output: 'warm' },
+      ],
+    });
+    expect(next.status).toBe('completed');
+    expect(next.output_text.length).toBeGreaterThan(0);
+    const patch = await openai.responses.create({
+      model: 'claude-only',
+      tools: [{ type: 'custom', name: 'apply_patch', description: 'Apply a patch' }],
+      input: 'Fix it [sim:tool]',
+    });
+    const custom = patch.output.find((o) => o.type === 'custom_tool_call');
+    expect(custom).toMatchObject({ type: 'custom_tool_call', name: 'apply_patch', input: expect.any(String) });
+  });
+
+  it('previous_response_id towards a non-OpenAI backend is a 400 naming it (send the conversation; Codex does)', async () => {
+    const err = await openai.responses.create({ model: 'claude-only', previous_response_id: 'resp_123', input: 'again' }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ status: 400, param: 'previous_response_id' });
+  });
+
+  it('against a Chat-Completions-only model too (the third pair)', async () => {
+    const id = rid('t-r-cc');
+    const r = await openai.responses.create({ model: 'compat-only', input: 'Hello', max_output_tokens: 300 }, withRequestId(id));
+    expect(r).toMatchObject({ status: 'completed', model: 'compat-only' });
+    // A compatible server gets max_tokens (many know no other).
+    expect(JSON.parse(upstreamOf(stack.sim, id).body.toString())).toMatchObject({
+      model: 'gpt-sim',
+      max_tokens: 300,
+      messages: [{ role: 'user', content: 'Hello' }],
+    });
+    expect(r.output_text.length).toBeGreaterThan(0);
+  });
+});
+
+describe('the remaining pairs', () => {
+  it('Chat Completions client on a Chat-Completions model is still passthrough (no translation headers)', async () => {
+    const { response } = await openai.chat.completions.create({ model: 'gpt-only', messages: [{ role: 'user', content: 'hi' }], seed: 3 }).withResponse();
+    expect(response.headers.get('x-tollgate-dropped-fields')).toBeNull();
   });
 });
