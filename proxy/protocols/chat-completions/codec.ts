@@ -44,10 +44,12 @@ export const CHAT_FATES: Record<string, { fate: 'refused' | 'dropped'; why: stri
   prompt_cache_key: { fate: 'dropped', why: 'an OpenAI caching hint' },
   safety_identifier: { fate: 'dropped', why: 'an OpenAI abuse-monitoring hint' },
   verbosity: { fate: 'dropped', why: 'an OpenAI style hint' },
+  functions: { fate: 'refused', why: 'the legacy functions parameter: send tools' },
+  function_call: { fate: 'refused', why: 'the legacy function_call parameter: send tool_choice' },
 };
 
 /** Members the decoder maps (the rest of the request is looked up in CHAT_FATES, else dropped as unknown). */
-const MAPPED = new Set([
+export const CHAT_MAPPED = [
   'model',
   'messages',
   'stream',
@@ -63,9 +65,8 @@ const MAPPED = new Set([
   'reasoning_effort',
   'response_format',
   'user',
-  'functions',
-  'function_call',
-]);
+] as const;
+const MAPPED = new Set<string>(CHAT_MAPPED);
 
 function contentParts(content: unknown, where: string): IrPart[] {
   if (typeof content === 'string') return content === '' ? [] : [{ type: 'text', text: content }];

@@ -26,7 +26,6 @@ const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : und
 /** Fields of a Messages request that the IR does not carry, and why. */
 export const MESSAGES_FATES: Record<string, { fate: 'refused' | 'dropped'; why: string }> = {
   top_k: { fate: 'dropped', why: 'a sampling hint this backend does not take' },
-  metadata: { fate: 'dropped', why: 'Anthropic-side metadata (user_id travels as the user)' },
   context_management: { fate: 'dropped', why: 'Anthropic-side context editing' },
   output_config: { fate: 'dropped', why: 'an Anthropic effort hint (thinking travels as reasoning)' },
   service_tier: { fate: 'dropped', why: 'an Anthropic scheduling hint' },
@@ -34,7 +33,8 @@ export const MESSAGES_FATES: Record<string, { fate: 'refused' | 'dropped'; why: 
   mcp_servers: { fate: 'refused', why: 'remote MCP servers are not available from this backend' },
 };
 
-const MAPPED = new Set([
+/** Members the decoder maps (`metadata` for its user_id, the only field it has). */
+export const MESSAGES_MAPPED = [
   'model',
   'messages',
   'system',
@@ -47,7 +47,8 @@ const MAPPED = new Set([
   'stop_sequences',
   'thinking',
   'metadata',
-]);
+] as const;
+const MAPPED = new Set<string>(MESSAGES_MAPPED);
 
 function textOf(content: unknown): string {
   if (typeof content === 'string') return content;

@@ -46,7 +46,8 @@ export const RESPONSES_FATES: Record<string, { fate: 'refused' | 'dropped'; why:
   max_tool_calls: { fate: 'dropped', why: 'an OpenAI limit on hosted tool calls' },
 };
 
-const MAPPED = new Set([
+/** Members the decoder maps (`text` for its format). */
+export const RESPONSES_MAPPED = [
   'model',
   'input',
   'instructions',
@@ -60,7 +61,8 @@ const MAPPED = new Set([
   'text',
   'user',
   'stream',
-]);
+] as const;
+const MAPPED = new Set<string>(RESPONSES_MAPPED);
 
 /** Tools the Responses API hosts itself: dropped (named) unless the request forces one. */
 const HOSTED = new Set([
