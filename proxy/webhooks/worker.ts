@@ -32,7 +32,9 @@ export const DELIVERY_HEADER = 'x-service-delivery';
  */
 export function createDeliveryWorker(o: DeliveryWorkerOptions) {
   const agent = new Agent({ connect: { lookup: guardedLookup(o.policy), timeout: Math.min(10_000, o.timeoutMs) }, keepAliveTimeout: 10_000 });
-  const leaseMs = o.timeoutMs + 30_000;
+  // Long enough for one attempt and its record; short enough that a replica's crash delays its
+  // claimed deliveries by seconds, not minutes.
+  const leaseMs = 2 * o.timeoutMs + 1_000;
 
   const attemptOnce = async (d: Delivery, signal: AbortSignal, attempt: number, startedAt: Date): Promise<AttemptRecord & { refused: boolean }> => {
     const t0 = performance.now();
