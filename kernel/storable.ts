@@ -9,22 +9,25 @@ export function unstorable(s: string): boolean {
   return UNSTORABLE.test(s);
 }
 
-/** The path (`a.b[2]`, `a.<key>` for a bad key) of the first string or key in `value` the store cannot hold, if any. */
-export function findUnstorable(value: unknown, path = ''): string | undefined {
-  if (typeof value === 'string') return unstorable(value) ? path || '(body)' : undefined;
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      const p = findUnstorable(value[i], `${path}[${i}]`);
-      if (p) return p;
-    }
-    return undefined;
-  }
-  if (value !== null && typeof value === 'object') {
-    for (const [k, v] of Object.entries(value)) {
-      const at = path ? `${path}.${k}` : k;
-      if (unstorable(k)) return path ? `${path}.<key>` : '<key>';
-      const p = findUnstorable(v, at);
-      if (p) return p;
+/**
+ * The path (`a.b[2]`, `a.<key>` for a bad key) of the first string or key in `value` the store
+ * cannot hold, if any. Iterative: a body nested 100,000 deep must not overflow the stack.
+ */
+export function findUnstorable(value: unknown): string | undefined {
+  const stack: [unknown, string][] = [[value, '']];
+  while (stack.length) {
+    const [v, path] = stack.pop()!;
+    if (typeof v === 'string') {
+      if (unstorable(v)) return path || '(body)';
+    } else if (Array.isArray(v)) {
+      for (let i = v.length - 1; i >= 0; i--) stack.push([v[i], `${path}[${i}]`]);
+    } else if (v !== null && typeof v === 'object') {
+      const entries: [string, unknown][] = Object.entries(v as Record<string, unknown>);
+      for (let i = entries.length - 1; i >= 0; i--) {
+        const [k, inner] = entries[i]!;
+        if (unstorable(k)) return path ? `${path}.<key>` : '<key>';
+        stack.push([inner, path ? `${path}.${k}` : k]);
+      }
     }
   }
   return undefined;
