@@ -9,7 +9,8 @@ import { commitRecord } from './commit.js';
 import { GroupCommit } from './group-commit.js';
 import { BillingJournal, LOCK_STALE_MS, type JournalSegment } from './journal.js';
 import { Leases, type AccountLease } from './leases.js';
-import { SpendLimitError } from './ledger.js';
+import { InsufficientCreditsError, SpendLimitError } from './ledger.js';
+import { big } from './money.js';
 import { billingMetrics, type BillingMetrics } from './metrics.js';
 import { chatCost, chatHold } from './pricing.js';
 import { billingSettings, type BillingSettings } from './settings.js';
@@ -84,6 +85,22 @@ export class BillingEngine implements Billing {
         () => {},
         (err: Error) => this.log.error('billing start-up recovery failed', { error: err.message }),
       );
+  }
+
+  async checkAvailable(account: string): Promise<void> {
+    const acct = this.leases.peek(account);
+    const inLease = acct ? acct.remaining - acct.reserved : 0n;
+    if (inLease > 0n) return;
+    // A top-up refused a moment ago saw nothing free: no need to ask again.
+    const r = acct?.refused;
+    const empty =
+      (r !== undefined && r.free <= 0n && Date.now() - r.at < this.settings.refusalMemoryMs) ||
+      big((await this.store.query<{ free: unknown }>('SELECT balance - held AS free FROM accounts WHERE account = $1', [account])).rows[0]?.free) + inLease <=
+        0n;
+    if (empty) {
+      this.metrics?.refusals.inc({ reason: 'insufficient_credits' });
+      throw new InsufficientCreditsError(account, 1n);
+    }
   }
 
   async holdChat(quote: ChatQuote): Promise<ChatCharge> {

@@ -47,6 +47,11 @@ export class Leases {
     private readonly metrics: BillingMetrics | undefined,
   ) {}
 
+  /** The account's lease state if this replica has one, without creating it. */
+  peek(account: string): AccountLease | undefined {
+    return this.accounts.get(account);
+  }
+
   of(account: string): AccountLease {
     let a = this.accounts.get(account);
     if (!a) {

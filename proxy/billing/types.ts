@@ -38,6 +38,12 @@ export interface ChatCharge {
 export interface Billing {
   /** Quote and hold atomically; throws GatewayError insufficient_credits / spend_limit_reached (402). */
   holdChat(quote: ChatQuote): Promise<ChatCharge>;
+  /**
+   * Throws insufficient_credits (402) when the account has no credits available at all: the
+   * contract answers that before a restricted client (403) or an unknown model (404), whose exact
+   * hold would need the model's price. Optional: a billing without accounts admits everything.
+   */
+  checkAvailable?(account: string): Promise<void>;
   /** Releases in-memory leases and flushes pending writes (shutdown). */
   close(): Promise<void>;
 }

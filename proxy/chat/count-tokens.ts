@@ -23,12 +23,14 @@ export const ESTIMATE_HEADER = 'x-tollgate-token-count';
 export async function handleCountTokens(ctx: RequestContext, deps: GatewayDeps): Promise<void> {
   const { raw, json } = await readJson(ctx);
   const req = parseWire(CountTokensRequest, json, 'invalid count_tokens request');
-  const key = ctx.key!;
+  // The chat endpoints' order of errors (handler.ts), though counting is free.
+  const key = ctx.key ?? (await ctx.admitKey!());
+  await deps.billing.checkAvailable?.(key.account);
+  checkClient(key.group, ctx.req, json, 'count-tokens');
   const entry = key.group.entries.get(req.model);
   if (!entry || entry.model.type !== 'chat') {
     throw new GatewayError('model_not_found', `model "${req.model}" does not exist in this key's group`, { param: 'model' });
   }
-  checkClient(key.group, ctx.req, json, 'count-tokens');
 
   const usable = (backend: CompiledBackend) => {
     const provider = chatProvider(backend.provider);

@@ -30,14 +30,17 @@ const ENDPOINTS: Record<ChatProtocol, string> = {
  * settles exactly once, and a client that has its final byte has been charged durably.
  */
 export async function handleChat(ctx: RequestContext, deps: GatewayDeps, adapter: ProtocolAdapter): Promise<void> {
+  // The contract's order: invalid body (400), key (401), no credits (402), restricted client
+  // (403), model not in the group (404); the exact hold may still be a 402 after them.
   const { raw, json } = await readJson(ctx);
   const info = adapter.validate(json);
-  const key = ctx.key!;
+  const key = ctx.key ?? (await ctx.admitKey!());
+  await deps.billing.checkAvailable?.(key.account);
+  checkClient(key.group, ctx.req, json, adapter.protocol);
   const entry = key.group.entries.get(info.model);
   if (!entry || entry.model.type !== 'chat') {
     throw new GatewayError('model_not_found', `model "${info.model}" does not exist in this key's group`, { param: 'model' });
   }
-  checkClient(key.group, ctx.req, json, adapter.protocol);
   const stream = decideStream(info.stream, ctx.req.headers.accept);
 
   // A backend that speaks the client's protocol is passed the bytes; any other chat backend is

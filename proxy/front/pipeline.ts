@@ -88,7 +88,7 @@ export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res:
     const run = async () => {
       const config = opts.config();
       if (route.auth === 'admin') checkAdmin(req, adminDigest);
-      if (route.auth === 'key' && !config) throw new GatewayError('not_ready', 'the gateway has no configuration yet');
+      if ((route.auth === 'key' || route.auth === 'key-after-body') && !config) throw new GatewayError('not_ready', 'the gateway has no configuration yet');
       const ctx: RequestContext = {
         req,
         res,
@@ -106,7 +106,7 @@ export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res:
         shape,
       };
       checkStorable(ctx);
-      if (route.auth === 'key') {
+      const admitKey = async () => {
         const key = (ctx.key = authenticate(req, config!));
         if (key.group.ccOnly && !route.ccOnlyAware) {
           throw new GatewayError(
@@ -118,7 +118,11 @@ export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res:
         if (opts.limiter && method === 'POST' && (limits.requestsPerMinute || limits.tokensPerMinute || limits.concurrentRequests)) {
           res.once('close', await opts.limiter.admit(key.hash, limits));
         }
-      }
+        return key;
+      };
+      if (route.auth === 'key') await admitKey();
+      // The handler reads and checks the body first, as the contract orders the errors.
+      else if (route.auth === 'key-after-body') ctx.admitKey = admitKey;
       await route.handler(ctx);
     };
     run().catch((err: unknown) => {

@@ -20,8 +20,10 @@ export interface RequestContext {
   startedAt: bigint;
   /** The config in service when the request arrived; stable for the whole request. */
   config: RuntimeConfig;
-  /** Set on routes with auth: 'key'. */
+  /** Set on routes with auth: 'key' (and by admitKey on 'key-after-body' routes). */
   key?: AuthedKey;
+  /** On 'key-after-body' routes: checks the key (401), its client restriction and rate limits; the handler calls it once it has read the body. */
+  admitKey?: () => Promise<AuthedKey>;
   /** Aborts when the client goes away before the response is finished. */
   signal: AbortSignal;
   log: Logger;
@@ -41,8 +43,12 @@ export interface Route {
   name?: string;
   /** Error shape; a function decides per request (e.g. by anthropic-version). */
   shape: ErrorShape | ((req: IncomingMessage) => ErrorShape);
-  /** key: Bearer sk-service- key required; admin: admin token; none: open. */
-  auth: 'key' | 'admin' | 'none';
+  /**
+   * key: Bearer sk-service- key required; key-after-body: the same, checked by the handler after
+   * the body (the chat endpoints: the contract answers an invalid body 400 before a bad key 401);
+   * admin: admin token; none: open.
+   */
+  auth: 'key' | 'key-after-body' | 'admin' | 'none';
   /**
    * The handler serves keys of ccOnly groups and runs the Claude Code check itself. Every other
    * key route refuses them with 403 before its handler runs, so a new endpoint is closed to
