@@ -80,6 +80,10 @@ export const command: Command = {
       const { mkdir } = await import('node:fs/promises');
       await mkdir(dataDir, { recursive: true });
     }
+    // PGlite on a data folder never reaches stable storage by itself (it does not fsync): the
+    // billing journal, O_DSYNC, is the durable point of charges there unless another one is set.
+    const journaled =
+      dataDir && !databaseUrl && !settings.billing.journalDir ? { ...settings, billing: { ...settings.billing, journalDir: `${dataDir}/journal` } } : settings;
     const adminToken = values['admin-token'] ?? settings.adminToken ?? (quickstart ? QUICKSTART_ADMIN_TOKEN : undefined);
     if (!adminToken) log.warn('no admin token set (--admin-token or TOLLGATE_ADMIN_TOKEN): the admin API uses a random one');
 
@@ -96,7 +100,7 @@ export const command: Command = {
         adminToken,
         bodyLimitBytes: bodyLimit,
         log,
-        settings,
+        settings: journaled,
         billing: defaultBilling,
         features: defaultFeatures,
         options: {
