@@ -5,7 +5,7 @@ import { readJson } from '../http/body.js';
 import { GatewayError } from '../../kernel/errors.js';
 import { sendJson } from '../http/send.js';
 import type { RequestContext } from '../http/context.js';
-import { callUpstream, chatProvider, failover, responseHeaders, type Attempt, type UpstreamError } from '../upstreams/index.js';
+import { callUpstream, chatProvider, failover, responseHeaders, retryableFailure, type Attempt, type UpstreamError } from '../upstreams/index.js';
 import type { CompiledBackend } from '../upstreams/types.js';
 import type { GatewayDeps } from '../http/deps.js';
 import { checkClient } from './client-policy.js';
@@ -53,11 +53,9 @@ export async function handleCountTokens(ctx: RequestContext, deps: GatewayDeps):
     } catch (err) {
       return { failed: { kind: (err as UpstreamError).kind } };
     }
+    const retry = await retryableFailure(resp, isLast);
+    if (retry) return { failed: retry };
     const status = resp.statusCode;
-    if ((status === 429 || status >= 500) && !isLast) {
-      await resp.body.dump().catch(() => {});
-      return { failed: { kind: 'status', status } };
-    }
     const bytes = Buffer.from(await resp.body.arrayBuffer());
     ctx.res.writeHead(status, { ...responseHeaders(resp.headers), 'content-length': String(bytes.length) });
     ctx.res.end(bytes);

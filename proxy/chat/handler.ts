@@ -7,7 +7,7 @@ import { readJson } from '../http/body.js';
 import type { GatewayDeps } from '../http/deps.js';
 import { badRequest, GatewayError } from '../../kernel/errors.js';
 import type { RequestContext } from '../http/context.js';
-import { callUpstream, chatCodecFor, chatProvider, failover, responseHeaders, type Attempt, type UpstreamError } from '../upstreams/index.js';
+import { callUpstream, chatCodecFor, chatProvider, failover, responseHeaders, retryableFailure, type Attempt, type UpstreamError } from '../upstreams/index.js';
 import { TranslationError } from '../ir/chat.js';
 import { translatedAttempt, type Translation } from './translate.js';
 import type { CompiledBackend } from '../upstreams/types.js';
@@ -186,11 +186,8 @@ async function forward(
     }
     const status = resp.statusCode;
     if (status >= 400) {
-      const retryAfter = header(resp.headers['retry-after']);
-      if ((status === 429 || status >= 500) && !isLast) {
-        await resp.body.dump().catch(() => {});
-        return { failed: { kind: 'status', status, ...(retryAfter ? { retryAfter } : {}) } };
-      }
+      const retry = await retryableFailure(resp, isLast);
+      if (retry) return { failed: retry };
       // The upstream's own answer, status and body unchanged (retry-after included).
       await exchange.answer(status, 'upstream_error', responseHeaders(resp.headers), Buffer.from(await resp.body.arrayBuffer()));
       return { answered: true };

@@ -4,7 +4,16 @@ import type { IrResponse, IrStreamPart } from '../ir/chat.js';
 import type { RequestContext } from '../http/context.js';
 import type { ClientChatCodec, ClientDecoded } from '../protocols/index.js';
 import { SseParser } from '../sse/index.js';
-import { callUpstream, commonHeaders, credentialOf, type Attempt, type Provider, type UpstreamChatCodec, type UpstreamError } from '../upstreams/index.js';
+import {
+  callUpstream,
+  commonHeaders,
+  credentialOf,
+  retryableFailure,
+  type Attempt,
+  type Provider,
+  type UpstreamChatCodec,
+  type UpstreamError,
+} from '../upstreams/index.js';
 import type { CompiledBackend } from '../upstreams/types.js';
 import type { ChatExchange } from './exchange.js';
 
@@ -56,11 +65,9 @@ export async function translatedAttempt(
   const extra: OutgoingHttpHeaders = dropped.length ? { [DROPPED_HEADER]: dropped.join(', ') } : {};
   const status = resp.statusCode;
   if (status >= 400) {
+    const retry = await retryableFailure(resp, isLast);
+    if (retry) return { failed: retry };
     const retryAfter = header(resp.headers['retry-after']);
-    if ((status === 429 || status >= 500) && !isLast) {
-      await resp.body.dump().catch(() => {});
-      return { failed: { kind: 'status', status, ...(retryAfter ? { retryAfter } : {}) } };
-    }
     // The upstream's refusal in the client's shape, its status kept (retry-after too).
     const e = codec.error(await resp.body.json().catch(() => undefined));
     const bytes = Buffer.from(JSON.stringify(t.client.error(status, e.message)));

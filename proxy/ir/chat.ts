@@ -58,6 +58,12 @@ export interface IrFinish {
   raw: string;
 }
 
+/** A provider's finish reason through its table of unified reasons; an unknown one is 'other', the raw word kept. */
+export function finishFrom(table: Record<string, IrFinish['reason']>, raw: unknown): IrFinish {
+  const r = typeof raw === 'string' ? raw : '';
+  return { reason: table[r] ?? 'other', raw: r };
+}
+
 export interface IrResponse {
   id: string;
   content: IrPart[];

@@ -1,3 +1,4 @@
+import type { Dispatcher } from 'undici';
 import { cooldownMs, orderBackends, type Cooldowns } from './select.js';
 import type { CompiledBackend } from './types.js';
 
@@ -43,4 +44,18 @@ export async function failover<T, P>(
     cooldowns.coolDown(backend, cooldownMs(last.kind, last.status, last.retryAfter));
   }
   return { failed: last };
+}
+
+/**
+ * An upstream's 429 or 5xx while another backend remains: the answer is dropped (its body drained)
+ * and the attempt fails, to be tried on the next backend. Undefined: keep the answer (it is not
+ * retryable, or this was the last backend, whose answer the client gets).
+ */
+export async function retryableFailure(resp: Dispatcher.ResponseData, isLast: boolean): Promise<AttemptFailure | undefined> {
+  const status = resp.statusCode;
+  if (isLast || !(status === 429 || status >= 500)) return undefined;
+  const h = resp.headers['retry-after'];
+  const retryAfter = Array.isArray(h) ? h[0] : h;
+  await resp.body.dump().catch(() => {});
+  return { kind: 'status', status, ...(retryAfter ? { retryAfter } : {}) };
 }

@@ -4,6 +4,6 @@ export { credentialOf } from './credentials.js';
 export { callUpstream, classify, createUpstreamAgent, UpstreamError } from './http.js';
 export { clientHeader, commonHeaders, responseHeaders, USER_AGENT } from './headers.js';
 export { Cooldowns, cooldownMs, orderBackends } from './select.js';
-export { failover, type Attempt, type AttemptFailure, type FailoverResult } from './failover.js';
+export { failover, retryableFailure, type Attempt, type AttemptFailure, type FailoverResult } from './failover.js';
 export type { Operation, Provider } from './types.js';
 export { chatCodecFor, type UpstreamChatCodec, type UpstreamStreamDecoder } from './chat-codecs.js';

@@ -10,6 +10,7 @@ import {
   type IrTool,
   type IrToolChoice,
 } from '../../ir/chat.js';
+import { isObj, str, type Json } from '../../ir/json.js';
 import type { Usage } from '../../ir/usage.js';
 import { chatUsageOf } from '../../ir/wire-usage.js';
 import { encodeJsonEvent } from '../../sse/index.js';
@@ -20,10 +21,6 @@ import { encodeJsonEvent } from '../../sse/index.js';
  * carry are listed with their fate (FATES): refused when dropping them would change what the
  * model does, dropped and named when they are hints.
  */
-
-type Json = Record<string, unknown>;
-const isObj = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
-const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 
 /** Fields of a Chat Completions request that the IR does not carry, and why. */
 export const CHAT_FATES: Record<string, { fate: 'refused' | 'dropped'; why: string }> = {

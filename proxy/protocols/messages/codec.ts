@@ -10,6 +10,7 @@ import {
   type IrTool,
   type IrToolChoice,
 } from '../../ir/chat.js';
+import { isObj, str, type Json } from '../../ir/json.js';
 import type { Usage } from '../../ir/usage.js';
 import { messagesUsageOf } from '../../ir/wire-usage.js';
 import { encodeJsonEvent } from '../../sse/index.js';
@@ -18,10 +19,6 @@ import { encodeJsonEvent } from '../../sse/index.js';
  * Anthropic Messages as a client protocol in front of a backend that speaks another one (Claude
  * Code on a GPT-class model): the request decoded to the IR, the answer encoded from it.
  */
-
-type Json = Record<string, unknown>;
-const isObj = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
-const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 
 /** Fields of a Messages request that the IR does not carry, and why. */
 export const MESSAGES_FATES: Record<string, { fate: 'refused' | 'dropped'; why: string }> = {

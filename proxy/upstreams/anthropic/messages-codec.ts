@@ -1,4 +1,5 @@
-import { emptyUsage, type IrFinish, type IrPart, type IrRequest, type IrResponse, type IrStreamPart } from '../../ir/chat.js';
+import { emptyUsage, finishFrom, type IrFinish, type IrPart, type IrRequest, type IrResponse, type IrStreamPart } from '../../ir/chat.js';
+import { isObj, str, type Json } from '../../ir/json.js';
 import type { Usage } from '../../ir/usage.js';
 import { usageFromMessages } from '../../ir/wire-usage.js';
 
@@ -6,10 +7,6 @@ import { usageFromMessages } from '../../ir/wire-usage.js';
  * An upstream that speaks Anthropic Messages, reached through the IR (the openai SDK or Codex on
  * a Claude model): the request encoded for it, its answer (JSON or SSE) decoded.
  */
-
-type Json = Record<string, unknown>;
-const isObj = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
-const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 
 const BUDGET: Record<string, number> = { minimal: 1024, low: 2048, medium: 8192, high: 24576 };
 
@@ -107,10 +104,7 @@ const FINISH: Record<string, IrFinish['reason']> = {
   tool_use: 'tool_calls',
   refusal: 'content_filter',
 };
-const finishOf = (raw: unknown): IrFinish => {
-  const r = typeof raw === 'string' ? raw : '';
-  return { reason: FINISH[r] ?? 'other', raw: r };
-};
+const finishOf = (raw: unknown): IrFinish => finishFrom(FINISH, raw);
 
 /** A whole Messages answer as the IR. */
 export function decodeMessagesResponse(body: unknown): IrResponse {

@@ -1,4 +1,5 @@
-import { emptyUsage, type IrFinish, type IrPart, type IrRequest, type IrResponse, type IrStreamPart } from '../../ir/chat.js';
+import { emptyUsage, finishFrom, type IrFinish, type IrPart, type IrRequest, type IrResponse, type IrStreamPart } from '../../ir/chat.js';
+import { isObj, str, type Json } from '../../ir/json.js';
 import type { Usage } from '../../ir/usage.js';
 import { usageFromChat } from '../../ir/wire-usage.js';
 
@@ -6,10 +7,6 @@ import { usageFromChat } from '../../ir/wire-usage.js';
  * An upstream that speaks OpenAI Chat Completions (OpenAI itself and compatible servers), reached
  * through the IR: the request encoded for it, its answer (JSON or SSE) decoded.
  */
-
-type Json = Record<string, unknown>;
-const isObj = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
-const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 
 function userContent(parts: IrPart[]): string | Json[] {
   const out: Json[] = [];
@@ -88,10 +85,7 @@ const FINISH: Record<string, IrFinish['reason']> = {
   function_call: 'tool_calls',
   content_filter: 'content_filter',
 };
-const finishOf = (raw: unknown): IrFinish => {
-  const r = typeof raw === 'string' ? raw : '';
-  return { reason: FINISH[r] ?? 'other', raw: r };
-};
+const finishOf = (raw: unknown): IrFinish => finishFrom(FINISH, raw);
 
 /** A whole Chat Completions answer (the first choice) as the IR. */
 export function decodeChatResponse(body: unknown): IrResponse {
