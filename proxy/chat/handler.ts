@@ -53,10 +53,11 @@ export async function handleChat(ctx: RequestContext, deps: GatewayDeps, adapter
     try {
       decoded = client.decode(json);
     } catch (err) {
-      if (!(err instanceof TranslationError) || native) throw err;
-      throw badRequest(err.message, err.param);
+      if (!(err instanceof TranslationError)) throw err;
+      // A request the IR cannot carry: the native backends still serve it; without them it is a 400.
+      if (!native) throw badRequest(err.message, err.param);
     }
-    const refused = decoded.fates.find((f) => f.fate === 'refused');
+    const refused = decoded?.fates.find((f) => f.fate === 'refused');
     if (refused && !native) {
       throw badRequest(`${refused.field}: ${refused.why} (model "${info.model}" is served by ${foreign.map((b) => b.provider).join(', ')})`, refused.field);
     }

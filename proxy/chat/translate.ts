@@ -1,5 +1,6 @@
 import type { OutgoingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
+import { GatewayError } from '../../kernel/errors.js';
 import type { IrResponse, IrStreamPart } from '../ir/chat.js';
 import type { RequestContext } from '../http/context.js';
 import type { ClientChatCodec, ClientDecoded } from '../protocols/index.js';
@@ -97,7 +98,7 @@ async function readJson(resp: Dispatcher.ResponseData, ctx: RequestContext, exch
   } catch (err) {
     if (ctx.signal.aborted) exchange.cancelled();
     else exchange.unavailable(502);
-    throw err;
+    throw new GatewayError('upstream_unavailable', `the upstream's answer could not be read: ${(err as Error).message}`);
   }
 }
 
