@@ -51,6 +51,7 @@ describe('operator over all namespaces', () => {
     await create('team-a', groupOf('shared', ['model-a']));
     // Resources are taken in namespace/name order, so team-a's Group wins.
     await waitFor(() => readyIn('team-b', 'groups', 'shared')?.reason === 'Conflict', 'team-b in Conflict');
-    expect(readyIn('team-a', 'groups', 'shared')?.status).toBe('True');
+    // The two status writes land in either order: wait for team-a's too.
+    await waitFor(() => readyIn('team-a', 'groups', 'shared')?.status === 'True', 'team-a Ready');
   });
 });
