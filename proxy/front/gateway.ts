@@ -109,9 +109,22 @@ export async function startGateway(opts: StartOptions): Promise<Gateway> {
     settings,
     upstreamAgent: createUpstreamAgent(),
   };
-  const billing = opts.billing(base);
-  const deps: GatewayDeps = { ...base, billing };
-  const features = opts.features.map((f) => f(deps));
+  let deps: GatewayDeps;
+  let features: ReturnType<FeatureFactory>[];
+  try {
+    // Opening billing opens its journal, which another live process may hold.
+    deps = { ...base, billing: opts.billing(base) };
+    const d = deps;
+    features = opts.features.map((f) => f(d));
+  } catch (err) {
+    // Nothing listens yet: give back what was taken, so the caller can exit.
+    await opts.source.stop().catch(() => {});
+    await limiter.close().catch(() => {});
+    await base.upstreamAgent.destroy().catch(() => {});
+    if (ownStore) await store.close().catch(() => {});
+    throw err;
+  }
+  const { billing } = deps;
 
   const apiRoutes: Route[] = [
     // Claude Code sends HEAD / as a warm-up, without a key.
