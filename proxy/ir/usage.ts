@@ -1,3 +1,4 @@
+import { isAscii } from 'node:buffer';
 /**
  * Token usage in neutral form, as the upstream reported it (or as estimated): inputTokens counts
  * every input token including cache reads and cache writes; cachedInputTokens is the cache-read
@@ -20,6 +21,7 @@ export type UsageSource = 'reported' | 'estimated';
  * a token or two a character, so every non-ASCII byte counts as two thirds of a token.
  */
 export function holdInputTokens(body: Buffer): number {
+  if (isAscii(body)) return Math.ceil(body.length / 4);
   let nonAscii = 0;
   for (let i = 0; i < body.length; i++) if (body[i]! >= 0x80) nonAscii++;
   return Math.ceil((body.length - nonAscii) / 4 + (nonAscii * 2) / 3);
