@@ -33,12 +33,14 @@ export class ChatExchange {
     this.outcome = { usage: null, usageSource: 'reported', status: 'failed', httpStatus: 500, upstreamModel: firstUpstreamModel, latencyMs: 0 };
   }
 
-  get state(): ExchangeState {
-    return this.phase;
+  /** A transition from a state it does not follow is a bug in the chat path: stop it before bytes go out twice. */
+  private expect(action: string, ...from: ExchangeState[]): void {
+    if (!from.includes(this.phase)) throw new Error(`chat exchange: ${action} while ${this.phase}`);
   }
 
   /** An upstream call to this backend model is under way (failover may call again). */
   sent(upstreamModel: string): void {
+    this.expect('an upstream call', 'held', 'sent');
     this.outcome.upstreamModel = upstreamModel;
     this.phase = 'sent';
   }
@@ -60,6 +62,7 @@ export class ChatExchange {
 
   /** A whole answer (JSON or an upstream error): charged, then sent. */
   async answer(status: number, kind: 'ok' | 'upstream_error', headers: OutgoingHttpHeaders, bytes: Buffer): Promise<void> {
+    this.expect('a whole answer', 'sent');
     this.outcome.status = kind;
     this.outcome.httpStatus = status;
     await this.settle();
@@ -69,6 +72,7 @@ export class ChatExchange {
 
   /** The head of a streamed answer goes out at once, with the first events when they came with it. */
   startStream(status: number, headers: OutgoingHttpHeaders): void {
+    this.expect('a stream', 'sent');
     coalesce(this.ctx.res);
     this.ctx.res.writeHead(status, headers);
     this.ctx.res.flushHeaders();
@@ -83,6 +87,7 @@ export class ChatExchange {
 
   /** The end of a stream: charged, then the held final events (or the protocol's error event) sent. */
   async endStream(kind: 'ok' | 'upstream_error', finalBytes: Buffer | string | undefined): Promise<void> {
+    this.expect("a stream's end", 'streaming');
     this.outcome.status = kind;
     await this.settle();
     this.ctx.res.end(finalBytes);

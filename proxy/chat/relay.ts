@@ -115,7 +115,8 @@ export function coalesce(res: ServerResponse): void {
   });
 }
 
-function drained(res: ServerResponse, signal: AbortSignal): Promise<void> {
+/** The response can take more (drain), or will never (closed, or the client left). */
+export function drained(res: ServerResponse, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     const done = () => {
       res.off('drain', done);

@@ -17,6 +17,7 @@ import {
 } from '../upstreams/index.js';
 import type { CompiledBackend } from '../upstreams/types.js';
 import type { ChatExchange } from './exchange.js';
+import { coalesce, drained } from './relay.js';
 
 /** The response header naming the request fields translation dropped (hints the backend cannot take). */
 export const DROPPED_HEADER = 'x-tollgate-dropped-fields';
@@ -149,7 +150,8 @@ async function relayTranslated(
   const write = async (text: string) => {
     if (text === '' || ctx.signal.aborted) return;
     firstByteAt ??= process.hrtime.bigint();
-    if (!res.write(text)) await new Promise<void>((r) => res.once('drain', r).once('close', r));
+    coalesce(res);
+    if (!res.write(text)) await drained(res, ctx.signal);
   };
   let error: unknown;
   let whole: IrResponse | undefined;

@@ -90,6 +90,25 @@ export interface IrFieldFate {
   why: string;
 }
 
+/** What translation does with a request field the IR does not carry, and the values that ask for nothing (n: 1). */
+export interface FieldRule {
+  fate: 'refused' | 'dropped';
+  why: string;
+  harmless?: (value: unknown) => boolean;
+}
+
+/** The fate of every field of `body` that is not mapped: its rule's, else dropped as `unknown`. */
+export function fatesOf(body: Record<string, unknown>, mapped: ReadonlySet<string>, rules: Record<string, FieldRule>, unknown: string): IrFieldFate[] {
+  const out: IrFieldFate[] = [];
+  for (const [field, value] of Object.entries(body)) {
+    if (mapped.has(field) || value === null || value === undefined) continue;
+    const rule = rules[field];
+    if (rule?.harmless?.(value)) continue;
+    out.push({ field, fate: rule?.fate ?? 'dropped', why: rule?.why ?? unknown });
+  }
+  return out;
+}
+
 export class TranslationError extends Error {
   override name = 'TranslationError';
   constructor(

@@ -1,5 +1,7 @@
 import {
+  fatesOf,
   TranslationError,
+  type FieldRule,
   type IrFieldFate,
   type IrFinish,
   type IrMessage,
@@ -23,12 +25,16 @@ import { encodeJsonEvent } from '../../sse/index.js';
  */
 
 /** Fields of a Chat Completions request that the IR does not carry, and why. */
-export const CHAT_FATES: Record<string, { fate: 'refused' | 'dropped'; why: string }> = {
-  n: { fate: 'refused', why: 'more than one answer per request is not available through translation' },
-  logprobs: { fate: 'refused', why: 'token log-probabilities are not available from this backend' },
+export const CHAT_FATES: Record<string, FieldRule> = {
+  n: { fate: 'refused', why: 'more than one answer per request is not available through translation', harmless: (v) => v === 1 },
+  logprobs: { fate: 'refused', why: 'token log-probabilities are not available from this backend', harmless: (v) => v === false },
   top_logprobs: { fate: 'refused', why: 'token log-probabilities are not available from this backend' },
   audio: { fate: 'refused', why: 'audio output is not available from this backend' },
-  modalities: { fate: 'refused', why: 'output modalities other than text are not available from this backend' },
+  modalities: {
+    fate: 'refused',
+    why: 'output modalities other than text are not available from this backend',
+    harmless: (v) => JSON.stringify(v) === '["text"]',
+  },
   web_search_options: { fate: 'refused', why: 'hosted web search is not available from this backend' },
   prediction: { fate: 'dropped', why: 'predicted outputs are an OpenAI latency hint' },
   logit_bias: { fate: 'refused', why: 'logit bias is not available from this backend' },
@@ -91,14 +97,7 @@ function toolChoiceOf(v: unknown): IrToolChoice | undefined {
 
 /** A Chat Completions request body as the IR, and the fate of each field the IR does not carry. */
 export function decodeChatRequest(body: Json): { ir: IrRequest; fates: IrFieldFate[] } {
-  const fates: IrFieldFate[] = [];
-  for (const key of Object.keys(body)) {
-    if (MAPPED.has(key) || body[key] === null || body[key] === undefined) continue;
-    if (key === 'n' && body.n === 1) continue;
-    if ((key === 'logprobs' && body.logprobs === false) || (key === 'modalities' && JSON.stringify(body.modalities) === '["text"]')) continue;
-    const f = CHAT_FATES[key] ?? { fate: 'dropped' as const, why: 'not part of the Chat Completions API this gateway translates' };
-    fates.push({ field: key, ...f });
-  }
+  const fates = fatesOf(body, MAPPED, CHAT_FATES, 'not part of the Chat Completions API this gateway translates');
   const system: string[] = [];
   const messages: IrMessage[] = [];
   const push = (role: IrMessage['role'], parts: IrPart[]) => {

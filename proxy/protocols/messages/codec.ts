@@ -1,5 +1,7 @@
 import {
+  fatesOf,
   TranslationError,
+  type FieldRule,
   type IrFieldFate,
   type IrFinish,
   type IrMessage,
@@ -21,7 +23,7 @@ import { encodeJsonEvent } from '../../sse/index.js';
  */
 
 /** Fields of a Messages request that the IR does not carry, and why. */
-export const MESSAGES_FATES: Record<string, { fate: 'refused' | 'dropped'; why: string }> = {
+export const MESSAGES_FATES: Record<string, FieldRule> = {
   top_k: { fate: 'dropped', why: 'a sampling hint this backend does not take' },
   context_management: { fate: 'dropped', why: 'Anthropic-side context editing' },
   output_config: { fate: 'dropped', why: 'an Anthropic effort hint (thinking travels as reasoning)' },
@@ -98,12 +100,7 @@ const EFFORT_BUDGET: Record<string, number> = { low: 2048, medium: 8192, high: 2
 
 /** A Messages request body as the IR, and the fate of each field the IR does not carry. */
 export function decodeMessagesRequest(body: Json): { ir: IrRequest; fates: IrFieldFate[] } {
-  const fates: IrFieldFate[] = [];
-  for (const key of Object.keys(body)) {
-    if (MAPPED.has(key) || body[key] === null || body[key] === undefined) continue;
-    const f = MESSAGES_FATES[key] ?? { fate: 'dropped' as const, why: 'not part of the Messages API this gateway translates' };
-    fates.push({ field: key, ...f });
-  }
+  const fates = fatesOf(body, MAPPED, MESSAGES_FATES, 'not part of the Messages API this gateway translates');
   const cached = { seen: false };
   const system: string[] = [];
   if (typeof body.system === 'string') system.push(body.system);

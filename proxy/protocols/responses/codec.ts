@@ -1,5 +1,7 @@
 import {
+  fatesOf,
   TranslationError,
+  type FieldRule,
   type IrFieldFate,
   type IrFinish,
   type IrMessage,
@@ -23,7 +25,7 @@ import { encodeJsonEvent } from '../../sse/index.js';
  */
 
 /** Fields of a Responses request that the IR does not carry, and why. */
-export const RESPONSES_FATES: Record<string, { fate: 'refused' | 'dropped'; why: string }> = {
+export const RESPONSES_FATES: Record<string, FieldRule> = {
   previous_response_id: {
     fate: 'refused',
     why: 'server-side conversation state is not available from this backend: send the whole conversation (store: false)',
@@ -31,7 +33,7 @@ export const RESPONSES_FATES: Record<string, { fate: 'refused' | 'dropped'; why:
   conversation: { fate: 'refused', why: 'server-side conversation state is not available from this backend' },
   background: { fate: 'refused', why: 'background responses are not available from this backend' },
   prompt: { fate: 'refused', why: 'stored prompt templates are not available from this backend' },
-  store: { fate: 'dropped', why: 'OpenAI-side storage' },
+  store: { fate: 'dropped', why: 'OpenAI-side storage', harmless: (v) => v === false },
   include: { fate: 'dropped', why: 'OpenAI-side extras (encrypted reasoning cannot come from another provider)' },
   prompt_cache_key: { fate: 'dropped', why: 'an OpenAI caching hint' },
   service_tier: { fate: 'dropped', why: 'an OpenAI scheduling hint' },
@@ -99,13 +101,7 @@ export interface ResponsesDecoded {
 
 /** A Responses request body as the IR, and the fate of each field the IR does not carry. */
 export function decodeResponsesRequest(body: Json): ResponsesDecoded {
-  const fates: IrFieldFate[] = [];
-  for (const key of Object.keys(body)) {
-    if (MAPPED.has(key) || body[key] === null || body[key] === undefined) continue;
-    if (key === 'store' && body.store === false) continue;
-    const f = RESPONSES_FATES[key] ?? { fate: 'dropped' as const, why: 'not part of the Responses API this gateway translates' };
-    fates.push({ field: key, ...f });
-  }
+  const fates = fatesOf(body, MAPPED, RESPONSES_FATES, 'not part of the Responses API this gateway translates');
   const system: string[] = [];
   if (typeof body.instructions === 'string' && body.instructions) system.push(body.instructions);
   const messages: IrMessage[] = [];
