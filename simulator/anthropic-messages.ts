@@ -98,11 +98,12 @@ async function messages(r: SimRequest): Promise<void> {
     forced: (body.tool_choice as { type?: unknown } | undefined)?.type === 'none' ? undefined : forcedTool(body.tool_choice),
     afterToolResult: hasBlock(user?.content, 'tool_result'),
     reasoning: thinking === 'enabled' || thinking === 'adaptive',
+    parallel: (body.tool_choice as { disable_parallel_tool_use?: unknown } | undefined)?.disable_parallel_tool_use !== true,
   });
   // max_tokens cuts the text (probe calls send max_tokens: 1).
   const maxTokens = body.max_tokens as number;
-  let stopReason = plan.tool ? 'tool_use' : 'end_turn';
-  if (!plan.tool && plan.text.length + plan.reasoning.length > maxTokens) {
+  let stopReason = plan.tools.length ? 'tool_use' : 'end_turn';
+  if (!plan.tools.length && plan.text.length + plan.reasoning.length > maxTokens) {
     plan.text = plan.text.slice(0, Math.max(0, maxTokens - plan.reasoning.length));
     plan.outputTokens = plan.text.length + plan.reasoning.length;
     stopReason = 'max_tokens';
@@ -130,8 +131,8 @@ async function messages(r: SimRequest): Promise<void> {
   if (!stream) {
     const content: unknown[] = [];
     if (plan.reasoning.length) content.push({ type: 'thinking', thinking: plan.reasoning.join(''), signature });
-    if (plan.tool) content.push({ type: 'tool_use', id: `toolu_${plan.tool.id}`, name: plan.tool.name, input: JSON.parse(plan.tool.arguments) as unknown });
-    else content.push({ type: 'text', text: plan.text.join('') });
+    for (const c of plan.tools) content.push({ type: 'tool_use', id: `toolu_${c.id}`, name: c.name, input: JSON.parse(c.arguments) as unknown });
+    if (!plan.tools.length) content.push({ type: 'text', text: plan.text.join('') });
     sendJson(
       r,
       200,
@@ -172,22 +173,18 @@ async function messages(r: SimRequest): Promise<void> {
     deltas.push({ type: 'signature_delta', signature });
     if (!(await block({ type: 'thinking', thinking: '', signature: '' }, deltas))) return;
   }
-  if (plan.tool) {
-    const deltas = plan.tool.pieces.map((p) => ({ type: 'input_json_delta', partial_json: p }));
-    if (!(await block({ type: 'tool_use', id: `toolu_${plan.tool.id}`, name: plan.tool.name, input: {} }, deltas))) return;
-  } else if (
-    !(await block(
-      { type: 'text', text: '' },
-      plan.text.map((t) => ({ type: 'text_delta', text: t })),
-    ))
-  )
-    return;
+  for (const c of plan.tools) {
+    const deltas = c.pieces.map((p) => ({ type: 'input_json_delta', partial_json: p }));
+    if (!(await block({ type: 'tool_use', id: `toolu_${c.id}`, name: c.name, input: {} }, deltas))) return;
+  }
+  const words = plan.text.map((t) => ({ type: 'text_delta', text: t }));
+  if (!plan.tools.length && !(await block({ type: 'text', text: '' }, words))) return;
   if (!(await out.send(ev('message_delta', { delta: { stop_reason: stopReason, stop_sequence: null }, usage: { output_tokens: plan.outputTokens } })))) return;
   out.end(ev('message_stop', {}));
 }
 
 function contentEvents(plan: Plan): number {
-  return plan.reasoning.length + plan.text.length + (plan.tool?.pieces.length ?? 0);
+  return plan.reasoning.length + plan.text.length + plan.tools.reduce((n, c) => n + c.pieces.length, 0);
 }
 
 function countTokens(r: SimRequest): void {

@@ -22,6 +22,8 @@ export interface PlanInput {
   afterToolResult: boolean;
   /** Reasoning / thinking was asked for. */
   reasoning: boolean;
+  /** The request allows more than one call per turn (parallel_tool_calls, disable_parallel_tool_use). */
+  parallel: boolean;
 }
 
 export interface ToolCall {
@@ -35,25 +37,34 @@ export interface ToolCall {
 export interface Plan {
   reasoning: string[];
   text: string[];
-  tool: ToolCall | undefined;
+  /** The calls of this turn, in order (several when `[sim:tool=N]` asks and the request allows it). */
+  tools: ToolCall[];
   /** Output tokens: one per word of reasoning and text, plus the argument pieces. */
   outputTokens: number;
   reasoningTokens: number;
 }
 
-/** A call when the request forces one, or when `[sim:tool]` asks for one and tools are given. */
+/**
+ * Calls when the request forces one, or when `[sim:tool]` / `[sim:tool=N]` asks and tools are
+ * given: N calls in one turn (the given tools in turn, or the forced one N times) unless the
+ * request turned parallel calls off.
+ */
 export function planAnswer(p: PlanInput): Plan {
   const reasoning = p.reasoning ? answerWords(`think:${p.prompt}`, 6) : [];
-  let tool: ToolCall | undefined;
-  const wantsTool = p.forced !== undefined || p.directives.tool;
-  if (p.tools.length > 0 && wantsTool && !p.afterToolResult) {
-    const spec = p.tools.find((t) => t.name === p.forced) ?? p.tools[0]!;
-    const args = JSON.stringify(argumentsFor(spec.schema, p.prompt));
-    tool = { id: simId(''), name: spec.name, arguments: args, pieces: split(args, 3) };
+  const calls: ToolCall[] = [];
+  const wanted = p.directives.tool || (p.forced !== undefined ? 1 : 0);
+  if (p.tools.length > 0 && wanted > 0 && !p.afterToolResult) {
+    const forced = p.tools.find((t) => t.name === p.forced);
+    for (let i = 0; i < (p.parallel ? wanted : 1); i++) {
+      const spec = forced ?? p.tools[i % p.tools.length]!;
+      const args = JSON.stringify(argumentsFor(spec.schema, i === 0 ? p.prompt : `${p.prompt} #${i + 1}`));
+      calls.push({ id: simId(''), name: spec.name, arguments: args, pieces: split(args, 3) });
+    }
   }
-  const text = tool ? [] : answerWords(p.prompt, p.directives.tokens);
+  const text = calls.length ? [] : answerWords(p.prompt, p.directives.tokens);
   const reasoningTokens = reasoning.length;
-  return { reasoning, text, tool, reasoningTokens, outputTokens: reasoningTokens + text.length + (tool ? tool.pieces.length : 0) };
+  const pieces = calls.reduce((n, c) => n + c.pieces.length, 0);
+  return { reasoning, text, tools: calls, reasoningTokens, outputTokens: reasoningTokens + text.length + pieces };
 }
 
 /** Arguments that satisfy a JSON schema's required properties (all properties when none are required). */

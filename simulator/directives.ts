@@ -6,6 +6,7 @@
  *                   chat JSON: 500; tasks: the task fails)
  *   [sim:cut]       drop the stream midway (no terminal event, connection destroyed)
  *   [sim:tool]      call a tool (the first given) even when tool_choice leaves it to the model
+ *   [sim:tool=N]    N calls in one turn (the given tools in turn), unless parallel calls are off
  *   [sim:slow=MS]   delay the first byte by MS
  *   [sim:tokens=N]  answer with N output words (default: a short sentence)
  *   [sim:frayed]    stream the way some servers and proxies do: no `event:` lines (the type in the
@@ -17,7 +18,8 @@ export interface Directives {
   fail: boolean;
   cut: boolean;
   slowMs: number;
-  tool: boolean;
+  /** How many tool calls to make in one turn (0: none unless tool_choice forces one). */
+  tool: number;
   tokens?: number;
   frayed: boolean;
 }
@@ -25,7 +27,7 @@ export interface Directives {
 const RE = /\[sim:([a-z0-9]+)(?:=(\d+))?\]/g;
 
 export function parseDirectives(text: string): Directives {
-  const d: Directives = { fail: false, cut: false, slowMs: 0, tool: false, frayed: false };
+  const d: Directives = { fail: false, cut: false, slowMs: 0, tool: 0, frayed: false };
   if (!text.includes('[sim:')) return d;
   for (const m of text.matchAll(RE)) {
     const name = m[1];
@@ -34,7 +36,7 @@ export function parseDirectives(text: string): Directives {
     else if (name === '500') d.status = 500;
     else if (name === 'fail') d.fail = true;
     else if (name === 'cut') d.cut = true;
-    else if (name === 'tool') d.tool = true;
+    else if (name === 'tool') d.tool = Math.min(Math.max(n ?? 1, 1), 8);
     else if (name === 'frayed') d.frayed = true;
     else if (name === 'slow' && n !== undefined) d.slowMs = n;
     else if (name === 'tokens' && n !== undefined) d.tokens = Math.min(n, 100_000);

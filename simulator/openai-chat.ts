@@ -8,7 +8,7 @@ import { contentText, countInputTokens, simId } from './text.js';
 /**
  * OpenAI Chat Completions (POST /v1/chat/completions), JSON and SSE, as api.openai.com answers:
  * a role chunk, one chunk per word (or tool_calls chunks with streamed arguments when
- * tool_choice requires a call, or `[sim:tool]`), a finish chunk, and with
+ * tool_choice requires a call, or `[sim:tool]` / `[sim:tool=N]` for N parallel calls), a finish chunk, and with
  * stream_options.include_usage a final chunk with empty choices and the usage, then
  * `data: [DONE]`. `[sim:fail]` ends a stream with an error frame.
  */
@@ -67,11 +67,12 @@ async function chatCompletions(r: SimRequest): Promise<void> {
     forced: forcedTool(body.tool_choice),
     afterToolResult: messages.at(-1)?.role === 'tool',
     reasoning: typeof body.reasoning_effort === 'string',
+    parallel: body.parallel_tool_calls !== false,
   });
   // Like the real API: the output cap cuts the answer (finish_reason "length") and each of `n`
   // choices is an answer of its own, paid for.
   const cap = typeof body.max_completion_tokens === 'number' ? body.max_completion_tokens : typeof body.max_tokens === 'number' ? body.max_tokens : undefined;
-  const cut = !plan.tool && cap !== undefined && plan.text.length + plan.reasoningTokens > cap;
+  const cut = !plan.tools.length && cap !== undefined && plan.text.length + plan.reasoningTokens > cap;
   if (cut) {
     plan.text = plan.text.slice(0, Math.max(0, cap - plan.reasoningTokens));
     plan.outputTokens = plan.reasoningTokens + plan.text.length;
@@ -90,16 +91,15 @@ async function chatCompletions(r: SimRequest): Promise<void> {
   const id = simId('chatcmpl-sim');
   const created = Math.floor(Date.now() / 1000);
   const model = body.model;
-  const tool = plan.tool;
-  const callId = tool ? `call_${tool.id}` : '';
-  const finish = tool ? 'tool_calls' : cut ? 'length' : 'stop';
+  const calls = plan.tools;
+  const finish = calls.length ? 'tool_calls' : cut ? 'length' : 'stop';
 
   if (!stream) {
-    const message = tool
+    const message = calls.length
       ? {
           role: 'assistant',
           content: null,
-          tool_calls: [{ id: callId, type: 'function', function: { name: tool.name, arguments: tool.arguments } }],
+          tool_calls: calls.map((c) => ({ id: `call_${c.id}`, type: 'function', function: { name: c.name, arguments: c.arguments } })),
           refusal: null,
           annotations: [],
         }
@@ -124,17 +124,17 @@ async function chatCompletions(r: SimRequest): Promise<void> {
   const chunk = (delta: string, finishReason: string | null, index = 0) =>
     `data: ${head}"choices":[{"index":${index},"delta":${delta},"logprobs":null,"finish_reason":${finishReason ? `"${finishReason}"` : 'null'}}]}\n\n`;
   const error = `data: ${JSON.stringify({ error: { message: 'The server had an error while processing your request (simulated).', type: 'server_error', param: null, code: null } })}\n\n`;
-  const contentEvents = tool ? tool.pieces.length : plan.text.length;
+  const contentEvents = calls.length ? calls.reduce((k, c) => k + c.pieces.length, 0) : plan.text.length;
   const out = new SimStream(r, d, Math.max(1, Math.floor(contentEvents / 2)), error);
-  if (tool) {
-    const first = {
-      role: 'assistant',
-      content: null,
-      tool_calls: [{ index: 0, id: callId, type: 'function', function: { name: tool.name, arguments: '' } }],
-      refusal: null,
-    };
-    if (!(await out.send(chunk(JSON.stringify(first), null)))) return;
-    for (const p of tool.pieces) if (!(await out.send(chunk(JSON.stringify({ tool_calls: [{ index: 0, function: { arguments: p } }] }), null), true))) return;
+  if (calls.length) {
+    // As the API streams parallel calls: each call opens with its id and name at its own index,
+    // then its arguments follow in pieces.
+    for (const [index, c] of calls.entries()) {
+      const opening = { index, id: `call_${c.id}`, type: 'function', function: { name: c.name, arguments: '' } };
+      const first = index === 0 ? { role: 'assistant', content: null, tool_calls: [opening], refusal: null } : { tool_calls: [opening] };
+      if (!(await out.send(chunk(JSON.stringify(first), null)))) return;
+      for (const p of c.pieces) if (!(await out.send(chunk(JSON.stringify({ tool_calls: [{ index, function: { arguments: p } }] }), null), true))) return;
+    }
   } else {
     for (let i = 0; i < n; i++) {
       if (!(await out.send(chunk('{"role":"assistant","content":"","refusal":null}', null, i)))) return;
@@ -142,7 +142,7 @@ async function chatCompletions(r: SimRequest): Promise<void> {
     }
   }
   let tail = '';
-  for (let i = 0; i < (tool ? 1 : n); i++) tail += chunk('{}', finish, i);
+  for (let i = 0; i < (calls.length ? 1 : n); i++) tail += chunk('{}', finish, i);
   const opts = body.stream_options as Record<string, unknown> | undefined;
   if (opts?.include_usage === true) tail += `data: ${head}"choices":[],"usage":${JSON.stringify(usage)}}\n\n`;
   out.end(`${tail}data: [DONE]\n\n`);

@@ -66,6 +66,7 @@ async function responses(r: SimRequest): Promise<void> {
     forced: forcedTool(body.tool_choice),
     afterToolResult: list.at(-1)?.type === 'function_call_output',
     reasoning: !!reasoningCfg && (reasoningCfg.effort != null || reasoningCfg.summary != null),
+    parallel: body.parallel_tool_calls !== false,
   });
   const summarize = reasoningCfg?.summary != null;
   const total = countInputTokens(JSON.stringify([body.instructions ?? null, body.input ?? null, body.tools ?? null]));
@@ -113,7 +114,7 @@ async function responses(r: SimRequest): Promise<void> {
 
   const reasoningId = simId('rs_sim');
   const msgId = simId('msg_sim');
-  const fcId = simId('fc_sim');
+  const fcIds = plan.tools.map(() => simId('fc_sim'));
   const reasoningItem = () => ({
     id: reasoningId,
     type: 'reasoning',
@@ -128,18 +129,18 @@ async function responses(r: SimRequest): Promise<void> {
     role: 'assistant',
     content: text === undefined ? [] : [textPart(text)],
   });
-  const callItem = (status: string, args: string) => ({
-    id: fcId,
+  const callItem = (i: number, status: string, args: string) => ({
+    id: fcIds[i],
     type: 'function_call',
     status,
     arguments: args,
-    call_id: `call_${plan.tool!.id}`,
-    name: plan.tool!.name,
+    call_id: `call_${plan.tools[i]!.id}`,
+    name: plan.tools[i]!.name,
   });
   const finalOutput: unknown[] = [];
   if (plan.reasoning.length) finalOutput.push(reasoningItem());
-  if (plan.tool) finalOutput.push(callItem('completed', plan.tool.arguments));
-  else finalOutput.push(messageItem('completed', plan.text.join('')));
+  for (const [i, c] of plan.tools.entries()) finalOutput.push(callItem(i, 'completed', c.arguments));
+  if (!plan.tools.length) finalOutput.push(messageItem('completed', plan.text.join('')));
 
   if (!stream) {
     sendJson(r, 200, response('completed', finalOutput, { usage }), { 'x-request-id': simId('req_') });
@@ -171,18 +172,15 @@ async function responses(r: SimRequest): Promise<void> {
     if (!(await out.send(ev('response.output_item.done', { output_index: index, item: reasoningItem() })))) return;
     index++;
   }
-  if (plan.tool) {
-    if (!(await out.send(ev('response.output_item.added', { output_index: index, item: callItem('in_progress', '') })))) return;
-    for (const p of plan.tool.pieces)
-      if (!(await out.send(ev('response.function_call_arguments.delta', { item_id: fcId, output_index: index, delta: p }), true))) return;
-    if (
-      !(await out.send(
-        ev('response.function_call_arguments.done', { item_id: fcId, output_index: index, name: plan.tool.name, arguments: plan.tool.arguments }),
-      ))
-    )
-      return;
-    if (!(await out.send(ev('response.output_item.done', { output_index: index, item: callItem('completed', plan.tool.arguments) })))) return;
-  } else {
+  for (const [i, c] of plan.tools.entries()) {
+    const item_id = fcIds[i];
+    if (!(await out.send(ev('response.output_item.added', { output_index: index, item: callItem(i, 'in_progress', '') })))) return;
+    for (const p of c.pieces) if (!(await out.send(ev('response.function_call_arguments.delta', { item_id, output_index: index, delta: p }), true))) return;
+    if (!(await out.send(ev('response.function_call_arguments.done', { item_id, output_index: index, name: c.name, arguments: c.arguments })))) return;
+    if (!(await out.send(ev('response.output_item.done', { output_index: index, item: callItem(i, 'completed', c.arguments) })))) return;
+    index++;
+  }
+  if (!plan.tools.length) {
     const text = plan.text.join('');
     const base = { item_id: msgId, output_index: index, content_index: 0 };
     if (!(await out.send(ev('response.output_item.added', { output_index: index, item: messageItem('in_progress') })))) return;
@@ -196,7 +194,7 @@ async function responses(r: SimRequest): Promise<void> {
 }
 
 function contentEvents(plan: Plan): number {
-  return plan.reasoning.length + plan.text.length + (plan.tool?.pieces.length ?? 0);
+  return plan.reasoning.length + plan.text.length + plan.tools.reduce((n, c) => n + c.pieces.length, 0);
 }
 
 export const openaiResponsesRoutes: SimRoute[] = [{ method: 'POST', path: '/v1/responses', handler: responses }];

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { z } from 'zod';
-import { Resource, type ApiKey, type Group, type ModelRoute, type Pricing } from '../v1alpha1/index.js';
+import { Resource, type ApiKey, type Backend, type Group, type ModelRoute, type Pricing } from '../v1alpha1/index.js';
 import { mulMicro, toMicro } from './money.js';
 import type { CompileError, CompileResult, CompiledBackend, CompiledGroup, CompiledKey, CompiledModel, GatewayConfig, MicroPricing } from './types.js';
 
@@ -84,6 +84,7 @@ export function compile(inputs: RawResource[], opts: CompileOptions = {}): Compi
         weight: b.weight ?? 1,
         priority: b.priority ?? 0,
         ...(b.path ? { path: b.path } : {}),
+        ...(b.paths ? { paths: compilePaths(b.paths) } : {}),
         ...(b.headers ? { headers: b.headers } : {}),
         timeoutMs: (b.timeoutSeconds ?? DEFAULT_TIMEOUT_S) * 1000,
       });
@@ -274,4 +275,14 @@ export function formatCompileError(e: CompileError): string {
   const where = e.source ? `${e.source}: ` : '';
   const ns = e.namespace ? `${e.namespace}/` : '';
   return `${where}${e.kind} ${ns}${e.name}: ${e.field}: ${e.message}`;
+}
+
+/** A backend's `paths` under the operation names the proxy uses. */
+function compilePaths(p: NonNullable<Backend['paths']>): NonNullable<CompiledBackend['paths']> {
+  const out: NonNullable<CompiledBackend['paths']> = {};
+  if (p.chatCompletions) out['chat-completions'] = p.chatCompletions;
+  if (p.responses) out.responses = p.responses;
+  if (p.messages) out.messages = p.messages;
+  if (p.countTokens) out['count-tokens'] = p.countTokens;
+  return out;
 }

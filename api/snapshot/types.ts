@@ -34,6 +34,8 @@ export interface CompiledBackend {
   weight: number;
   priority: number;
   path?: string;
+  /** openai-compatible: the operations the server offers and their paths (exactly these are spoken). */
+  paths?: Partial<Record<'chat-completions' | 'responses' | 'messages' | 'count-tokens', string>>;
   headers?: Record<string, string>;
   timeoutMs: number;
 }

@@ -21,6 +21,21 @@ export const Backend = z.strictObject({
   priority: z.number().int().min(0).max(100).optional(),
   /** openai-compatible: the chat completions path relative to baseURL (default /chat/completions). */
   path: z.string().startsWith('/').optional(),
+  /**
+   * openai-compatible: the chat APIs the server offers, each at its path relative to baseURL
+   * (many servers also expose an Anthropic-style Messages endpoint or a Responses one). When set,
+   * exactly these are spoken: a client speaking one of them is passed through, the others are
+   * translated to the first of chatCompletions, messages, responses.
+   */
+  paths: z
+    .strictObject({
+      chatCompletions: z.string().startsWith('/').optional(),
+      responses: z.string().startsWith('/').optional(),
+      messages: z.string().startsWith('/').optional(),
+      countTokens: z.string().startsWith('/').optional(),
+    })
+    .refine((p) => Object.values(p).some((v) => v !== undefined), 'name at least one path')
+    .optional(),
   /** Extra headers sent upstream (e.g. a vendor's routing header). Never secrets: use credentials. */
   headers: z.record(z.string(), z.string()).optional(),
   /** Upper bound for one upstream call, first byte to last (default 600). */

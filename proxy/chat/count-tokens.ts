@@ -5,7 +5,7 @@ import { readJson } from '../http/body.js';
 import { GatewayError } from '../../kernel/errors.js';
 import { sendJson } from '../http/send.js';
 import type { RequestContext } from '../http/context.js';
-import { callUpstream, chatProvider, failover, responseHeaders, retryableFailure, type Attempt, type UpstreamError } from '../upstreams/index.js';
+import { callUpstream, chatProvider, failover, responseHeaders, retryableFailure, speaks, type Attempt, type UpstreamError } from '../upstreams/index.js';
 import type { CompiledBackend } from '../upstreams/types.js';
 import type { GatewayDeps } from '../http/deps.js';
 import { checkClient } from './client-policy.js';
@@ -34,7 +34,7 @@ export async function handleCountTokens(ctx: RequestContext, deps: GatewayDeps):
 
   const usable = (backend: CompiledBackend) => {
     const provider = chatProvider(backend.provider);
-    return provider?.speaks.has('count-tokens') ? provider : undefined;
+    return provider && speaks(backend, 'count-tokens') ? provider : undefined;
   };
   if (entry.model.capabilities.countTokens === false || !entry.model.backends.some((b) => usable(b))) {
     sendJson(ctx.res, 200, { input_tokens: estimateTokens(raw.length) }, { [ESTIMATE_HEADER]: 'estimated' });

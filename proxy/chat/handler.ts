@@ -7,7 +7,17 @@ import { readJson } from '../http/body.js';
 import type { GatewayDeps } from '../http/deps.js';
 import { badRequest, GatewayError } from '../../kernel/errors.js';
 import type { RequestContext } from '../http/context.js';
-import { callUpstream, chatCodecFor, chatProvider, failover, responseHeaders, retryableFailure, type Attempt, type UpstreamError } from '../upstreams/index.js';
+import {
+  callUpstream,
+  chatCodecFor,
+  chatProvider,
+  failover,
+  responseHeaders,
+  retryableFailure,
+  speaks,
+  type Attempt,
+  type UpstreamError,
+} from '../upstreams/index.js';
 import { TranslationError } from '../ir/chat.js';
 import { translatedAttempt, type Translation } from './translate.js';
 import type { CompiledBackend } from '../upstreams/types.js';
@@ -45,9 +55,9 @@ export async function handleChat(ctx: RequestContext, deps: GatewayDeps, adapter
 
   // A backend that speaks the client's protocol is passed the bytes; any other chat backend is
   // reached through the IR (decoded once, here, so a field it cannot carry is a 400 before the hold).
-  const native = entry.model.backends.some((b) => chatProvider(b.provider)?.speaks.has(adapter.protocol));
+  const native = entry.model.backends.some((b) => speaks(b, adapter.protocol));
   const client = clientCodec(adapter.protocol);
-  const foreign = entry.model.backends.filter((b) => !chatProvider(b.provider)?.speaks.has(adapter.protocol));
+  const foreign = entry.model.backends.filter((b) => !speaks(b, adapter.protocol));
   let decoded: ClientDecoded | undefined;
   if (foreign.length) {
     try {
@@ -66,8 +76,7 @@ export async function handleChat(ctx: RequestContext, deps: GatewayDeps, adapter
   if (!native && !decoded) {
     const spoken = [...new Set(entry.model.backends.map((b) => b.provider))].join(', ');
     const endpoints = new Set<string>();
-    for (const b of entry.model.backends)
-      for (const op of chatProvider(b.provider)?.speaks ?? []) if (op in ENDPOINTS) endpoints.add(ENDPOINTS[op as ChatProtocol]);
+    for (const b of entry.model.backends) for (const op of Object.keys(ENDPOINTS) as ChatProtocol[]) if (speaks(b, op)) endpoints.add(ENDPOINTS[op]);
     throw new GatewayError(
       'not_implemented',
       `model "${info.model}" is served by ${spoken}, which does not speak the ${adapter.protocol} protocol, and translation from it is not available yet; call it through ${[...endpoints].join(' or ') || 'its own endpoint'}`,
@@ -155,8 +164,8 @@ async function forward(
   const usable = (backend: CompiledBackend) => {
     const provider = chatProvider(backend.provider);
     if (!provider) return undefined;
-    if (provider.speaks.has(adapter.protocol)) return { provider, codec: undefined };
-    const codec = c.translation ? chatCodecFor(provider) : undefined;
+    if (speaks(backend, adapter.protocol)) return { provider, codec: undefined };
+    const codec = c.translation ? chatCodecFor(backend) : undefined;
     return codec ? { provider, codec } : undefined;
   };
 

@@ -3,7 +3,9 @@ import type { ChatProtocol } from '../ir/protocol.js';
 import type { Usage } from '../ir/usage.js';
 import { decodeMessagesResponse, encodeMessagesRequest, MessagesStreamDecoder } from './anthropic/messages-codec.js';
 import { ChatStreamDecoder, decodeChatResponse, encodeChatRequest } from './openai/chat-codec.js';
-import type { Provider } from './types.js';
+import { decodeResponsesResponse, encodeResponsesRequest, ResponsesStreamDecoder } from './openai/responses-codec.js';
+import { speaks } from './registry.js';
+import type { CompiledBackend } from './types.js';
 
 /** An upstream SSE stream, decoded event by event into IR parts. */
 export interface UpstreamStreamDecoder {
@@ -51,9 +53,18 @@ const messagesCodec: UpstreamChatCodec = {
   error: errorOf,
 };
 
-/** The codec a provider is translated through, by what it speaks (Messages first for Anthropic, Chat Completions else). */
-export function chatCodecFor(provider: Provider): UpstreamChatCodec | undefined {
-  if (provider.speaks.has('messages')) return messagesCodec;
-  if (provider.speaks.has('chat-completions')) return chatCodec(provider.name === 'openai');
+const responsesCodec: UpstreamChatCodec = {
+  op: 'responses',
+  encode: (ir, model, cap) => encodeResponsesRequest(ir, model, cap),
+  decode: decodeResponsesResponse,
+  streamDecoder: () => new ResponsesStreamDecoder(),
+  error: errorOf,
+};
+
+/** The codec a backend is translated through, by what it speaks: Chat Completions, else Messages, else Responses. */
+export function chatCodecFor(backend: CompiledBackend): UpstreamChatCodec | undefined {
+  if (speaks(backend, 'chat-completions')) return chatCodec(backend.provider === 'openai');
+  if (speaks(backend, 'messages')) return messagesCodec;
+  if (speaks(backend, 'responses')) return responsesCodec;
   return undefined;
 }

@@ -1,4 +1,4 @@
-export { chatProvider, taskProvider, type ProviderEntry } from './registry.js';
+export { chatProvider, speaks, taskProvider, type ProviderEntry } from './registry.js';
 
 export { credentialOf } from './credentials.js';
 export { callUpstream, classify, createUpstreamAgent, UpstreamError } from './http.js';

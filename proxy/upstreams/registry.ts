@@ -6,7 +6,7 @@ import { openai } from './openai/index.js';
 import { openaiVideos } from './openai/videos.js';
 import { replicate } from './replicate/index.js';
 import type { TaskKind, TaskProvider } from './task-provider.js';
-import type { Provider } from './types.js';
+import type { CompiledBackend, Operation, Provider } from './types.js';
 
 /** What one upstream provider offers: a chat endpoint set, task adapters, or both. */
 export interface ProviderEntry {
@@ -25,6 +25,12 @@ const PROVIDERS: Partial<Record<ProviderName, ProviderEntry>> = {
 
 export function chatProvider(name: ProviderName): Provider | undefined {
   return PROVIDERS[name]?.chat;
+}
+
+/** Whether a backend serves `op` natively: its provider speaks it, and (a compatible server) offers it. */
+export function speaks(backend: CompiledBackend, op: Operation): boolean {
+  const provider = chatProvider(backend.provider);
+  return !!provider && (provider.operations?.(backend) ?? provider.speaks).has(op);
 }
 
 export function taskProvider(name: ProviderName, kind: TaskKind, mode: string): TaskProvider | undefined {

@@ -10,8 +10,10 @@ export type Operation = ChatProtocol | 'count-tokens';
 /** One upstream provider: where its endpoints are and how it authenticates. */
 export interface Provider {
   readonly name: string;
-  /** Operations it serves natively (passthrough is possible for these). */
+  /** Operations it can serve natively (passthrough is possible for these). */
   readonly speaks: ReadonlySet<Operation>;
+  /** The operations one backend of it serves, when that depends on the backend's settings (default: all of `speaks`). */
+  operations?(backend: CompiledBackend): ReadonlySet<Operation>;
   /** Path appended to the backend's baseURL (as the provider's official SDK takes it). */
   path(backend: CompiledBackend, op: Operation): string;
   /**

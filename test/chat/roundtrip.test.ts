@@ -4,7 +4,9 @@ import type { IrMessage, IrPart, IrRequest, IrTool } from '../../proxy/ir/chat.j
 import { decodeChatRequest } from '../../proxy/protocols/chat-completions/codec.js';
 import { decodeMessagesRequest } from '../../proxy/protocols/messages/codec.js';
 import { encodeMessagesRequest } from '../../proxy/upstreams/anthropic/messages-codec.js';
+import { decodeResponsesRequest } from '../../proxy/protocols/responses/codec.js';
 import { encodeChatRequest } from '../../proxy/upstreams/openai/chat-codec.js';
+import { encodeResponsesRequest } from '../../proxy/upstreams/openai/responses-codec.js';
 
 /**
  * IR -> a wire -> IR keeps every part the wire can carry: what an upstream codec writes, the
@@ -88,6 +90,17 @@ describe('IR -> wire -> IR', () => {
         const body = encodeChatRequest(ir, 'm', { openaiItself: true });
         const back = decodeChatRequest(body).ir;
         expect(back).toEqual(ir);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('OpenAI Responses keeps every part it can carry (input items, function calls and their outputs)', () => {
+    fc.assert(
+      fc.property(request(false), (ir) => {
+        const body = encodeResponsesRequest(ir, 'm', ir.maxOutputTokens!);
+        const back = decodeResponsesRequest(body).ir;
+        expect(back).toEqual({ ...ir, system: ir.system.length ? [ir.system.join('\n\n')] : [] });
       }),
       { numRuns: 300 },
     );
