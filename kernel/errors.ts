@@ -18,6 +18,7 @@ export type ErrorCode =
   | 'model_not_found'
   | 'not_found'
   | 'method_not_allowed'
+  | 'upgrade_required'
   | 'rate_limited'
   | 'not_implemented'
   | 'upstream_unavailable'

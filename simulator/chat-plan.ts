@@ -91,8 +91,11 @@ function valueFor(p: Record<string, unknown>, prompt: string): unknown {
     case 'object':
       return argumentsFor(p, prompt);
     default:
+      // The user's own words: without directives, and without the context blocks that agents
+      // put in the user turn (Claude Code's <system-reminder>, Codex's <environment_context>).
       return (
         prompt
+          .replace(/<([a-z_-]+)>[\s\S]*?<\/\1>/g, '')
           .replace(/\[sim:[^\]]*\]/g, '')
           .trim()
           .slice(0, 40) || 'sim'

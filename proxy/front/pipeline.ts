@@ -59,9 +59,13 @@ export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res:
     }
 
     if (!m || 'allowed' in m) {
-      const err = m
-        ? new GatewayError('method_not_allowed', `${method} is not allowed on ${path}; use ${m.allowed.join(', ')}`)
-        : new GatewayError('not_found', `no route for ${method} ${path}`);
+      // Codex's built-in OpenAI provider first asks for a WebSocket on GET /v1/responses: a 426
+      // makes it fall back to POST at once, where a 404 or 405 costs it ~6 s of retries.
+      const err = !m
+        ? new GatewayError('not_found', `no route for ${method} ${path}`)
+        : /websocket/i.test(req.headers.upgrade ?? '')
+          ? new GatewayError('upgrade_required', `WebSocket mode is not served on ${path}; send the request with ${m.allowed.join(', ')} (HTTP streaming)`)
+          : new GatewayError('method_not_allowed', `${method} is not allowed on ${path}; use ${m.allowed.join(', ')}`);
       if (m) res.setHeader('allow', m.allowed.join(', '));
       req.resume();
       sendError(res, err, shapeForPath(path), requestId);

@@ -26,7 +26,6 @@ import { encodeJsonEvent } from '../../sse/index.js';
 export const MESSAGES_FATES: Record<string, FieldRule> = {
   top_k: { fate: 'dropped', why: 'a sampling hint this backend does not take' },
   context_management: { fate: 'dropped', why: 'Anthropic-side context editing' },
-  output_config: { fate: 'dropped', why: 'an Anthropic effort hint (thinking travels as reasoning)' },
   service_tier: { fate: 'dropped', why: 'an Anthropic scheduling hint' },
   container: { fate: 'refused', why: 'Anthropic code-execution containers are not available from this backend' },
   mcp_servers: { fate: 'refused', why: 'remote MCP servers are not available from this backend' },
@@ -46,6 +45,8 @@ export const MESSAGES_MAPPED = [
   'stop_sequences',
   'thinking',
   'metadata',
+  'output_config',
+  'output_format',
 ] as const;
 const MAPPED = new Set<string>(MESSAGES_MAPPED);
 
@@ -151,6 +152,7 @@ export function decodeMessagesRequest(body: Json): { ir: IrRequest; fates: IrFie
     reasoning.effort = b <= EFFORT_BUDGET.low! ? 'low' : b <= EFFORT_BUDGET.medium! ? 'medium' : 'high';
   }
   const user = isObj(body.metadata) ? str(body.metadata.user_id) : undefined;
+  const responseFormat = formatOf(isObj(body.output_config) ? body.output_config.format : body.output_format);
   const ir: IrRequest = {
     system,
     messages,
@@ -163,9 +165,17 @@ export function decodeMessagesRequest(body: Json): { ir: IrRequest; fates: IrFie
     ...(typeof body.top_p === 'number' ? { topP: body.top_p } : {}),
     ...(Array.isArray(body.stop_sequences) ? { stop: body.stop_sequences.filter((s): s is string => typeof s === 'string') } : {}),
     ...(reasoning ? { reasoning } : {}),
+    ...(responseFormat ? { responseFormat } : {}),
     ...(user ? { user } : {}),
   };
   return { ir, fates };
+}
+
+/** Anthropic's structured output (`output_config.format`, formerly `output_format`) as the IR's answer format. */
+function formatOf(f: unknown): IrRequest['responseFormat'] {
+  if (!isObj(f) || f.type !== 'json_schema') return undefined;
+  if (!isObj(f.schema)) throw new TranslationError('output_config.format.schema must be a JSON Schema object', 'output_config');
+  return { type: 'json_schema', name: 'output', schema: f.schema, strict: true };
 }
 
 const STOP: Record<IrFinish['reason'], string> = {
