@@ -14,7 +14,7 @@
  * 3000), BENCH_WARMUP_MS (default 1000), BENCH_CONNECTIONS (default "1,50"), BENCH_TARGETS
  * (default every target: "floor,nginx,postgres,pglite,no-billing").
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
@@ -22,11 +22,11 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BENCH_KEY, chatBody } from './chat/config.js';
 import { runLoad, type LoadResult } from './chat/load.js';
+import { cpuTicks, rssMiB, startChild, TICK_US } from './chat/process.js';
 import { runWrk, wrkAvailable } from './chat/wrk.js';
 import { envNumber } from './env.js';
 import { measuredBy, writeSection } from './results.js';
 
-const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const NOTES = fileURLToPath(new URL('./chat/NOTES.md', import.meta.url));
 const SECTION = '## Chat overhead';
 
@@ -35,7 +35,6 @@ const durationMs = envNumber('BENCH_DURATION_MS', quick ? 3000 : 8000);
 const warmupMs = envNumber('BENCH_WARMUP_MS', 1000);
 const connectionsList = (process.env.BENCH_CONNECTIONS ?? '1,50').split(',').map(Number);
 const wantedTargets = (process.env.BENCH_TARGETS ?? 'floor,nginx,postgres,pglite,no-billing').split(',');
-const TICK_US = 1e6 / 100; // /proc/PID/stat counts in clock ticks (USER_HZ = 100 on Linux)
 
 interface Target {
   name: string;
@@ -55,23 +54,6 @@ interface Row {
   /** The target process's own CPU (user + system) per request, µs. */
   cpuUs: number;
   rssMiB: number;
-}
-
-function startChild(args: string[], env: Record<string, string> = {}): Promise<{ child: ChildProcess; url: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'bench/chat/servers.ts', ...args], {
-      cwd: ROOT,
-      stdio: ['ignore', 'pipe', 'inherit'],
-      env: { ...process.env, ...env },
-    });
-    let buf = '';
-    child.stdout!.on('data', (d: Buffer) => {
-      buf += d.toString();
-      const nl = buf.indexOf('\n');
-      if (nl !== -1) resolve({ child, url: (JSON.parse(buf.slice(0, nl)) as { url: string }).url });
-    });
-    child.once('exit', (code) => reject(new Error(`${args[0]} exited with ${code}`)));
-  });
 }
 
 function freePort(): Promise<number> {
@@ -117,24 +99,6 @@ http {
     stop: () => child.kill('SIGTERM'),
     gateway: false,
   };
-}
-
-function cpuTicks(pid: number): number {
-  try {
-    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return Number(f[11]) + Number(f[12]); // utime, stime (fields 14 and 15)
-  } catch {
-    return NaN;
-  }
-}
-
-function rssMiB(pid: number): number {
-  try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Number(m[1]) / 1024 : NaN;
-  } catch {
-    return NaN;
-  }
 }
 
 const loadAtStart = loadavg()[0]!;

@@ -49,7 +49,20 @@ async function main(): Promise<void> {
         pricing: { inputPerMillion: '0.50', outputPerMillion: '1.50' },
       },
     },
-    { apiVersion: API, kind: 'Group', metadata: { name: 'bench' }, spec: { models: ['sim-gpt'] } },
+    // The translation benchmark's models, each served through one protocol only.
+    ...(
+      [
+        ['sim-chat-only', { provider: 'openai-compatible', baseURL: `${simUrl}/v1`, model: 'gpt-sim' }],
+        ['sim-responses-only', { provider: 'openai-compatible', baseURL: `${simUrl}/v1`, model: 'gpt-sim', paths: { responses: '/responses' } }],
+        ['sim-claude', { provider: 'anthropic', baseURL: simUrl, model: 'claude-sim' }],
+      ] as const
+    ).map(([name, backend]) => ({
+      apiVersion: API,
+      kind: 'ModelRoute',
+      metadata: { name },
+      spec: { type: 'chat', backends: [backend], pricing: { inputPerMillion: '0.50', outputPerMillion: '1.50' } },
+    })),
+    { apiVersion: API, kind: 'Group', metadata: { name: 'bench' }, spec: { models: ['sim-gpt', 'sim-chat-only', 'sim-responses-only', 'sim-claude'] } },
     { apiVersion: API, kind: 'ApiKey', metadata: { name: 'bench' }, spec: { group: 'bench', account: 'bench', keyHash: BENCH_KEY_HASH } },
   ];
   const { config, errors } = compile(resources.map((object): RawResource => ({ object })));
