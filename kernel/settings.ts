@@ -110,6 +110,7 @@ const EnvSchema = z.object({
   TOLLGATE_TASK_CONCURRENCY: positiveInt('TOLLGATE_TASK_CONCURRENCY'),
 
   TOLLGATE_MAX_CHOICES: positiveInt('TOLLGATE_MAX_CHOICES'),
+  TOLLGATE_RESPONSES_TTL_HOURS: positiveInt('TOLLGATE_RESPONSES_TTL_HOURS'),
   TOLLGATE_BODY_TIMEOUT_SECONDS: seconds('TOLLGATE_BODY_TIMEOUT_SECONDS'),
 
   TOLLGATE_S3_BUCKET: text,
@@ -136,6 +137,8 @@ function fromEnv(e: z.infer<typeof EnvSchema>, env: Env) {
     chat: {
       /** Most answers one chat request may ask for (`n`): each is held for the whole output cap. */
       maxChoices: e.TOLLGATE_MAX_CHOICES ?? 8,
+      /** How long a translated Responses answer is kept for previous_response_id (OpenAI keeps its own 30 days). */
+      storedResponsesTtlMs: (e.TOLLGATE_RESPONSES_TTL_HOURS ?? 720) * 3_600_000,
     },
     billing: defined({
       leaseMs: e.TOLLGATE_BILLING_LEASE_SECONDS,

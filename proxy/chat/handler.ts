@@ -22,6 +22,7 @@ import { TranslationError } from '../ir/chat.js';
 import { translatedAttempt, type Translation } from './translate.js';
 import type { CompiledBackend } from '../upstreams/types.js';
 import { checkClient } from './client-policy.js';
+import { keepConversation, loadConversation } from './conversations.js';
 import { ChatExchange } from './exchange.js';
 import { relayStream } from './relay.js';
 import { decideStream } from './stream-mode.js';
@@ -73,6 +74,24 @@ export async function handleChat(ctx: RequestContext, deps: GatewayDeps, adapter
     }
     if (refused) decoded = undefined; // the native backends serve it; the others cannot
   }
+  // previous_response_id on a translated path: the conversation this gateway kept for that answer
+  // comes first. A backend that speaks Responses keeps its own conversations: it serves such a request.
+  let earlier = '';
+  if (decoded?.stored?.previousId) {
+    if (native) decoded = undefined;
+    else {
+      const id = decoded.stored.previousId;
+      const turns = await loadConversation(deps.store, id, { account: key.account, keyName: key.name });
+      if (!turns) {
+        throw badRequest(
+          `previous_response_id "${id}" is not held by this gateway for this key (a translated answer is kept ${deps.settings.chat.storedResponsesTtlMs / 3_600_000} hours unless it was sent with store: false); send the whole conversation instead`,
+          'previous_response_id',
+        );
+      }
+      decoded.ir.messages = [...turns, ...decoded.ir.messages];
+      earlier = JSON.stringify(turns);
+    }
+  }
   if (!native && !decoded) {
     const spoken = [...new Set(entry.model.backends.map((b) => b.provider))].join(', ');
     const endpoints = new Set<string>();
@@ -100,7 +119,8 @@ export async function handleChat(ctx: RequestContext, deps: GatewayDeps, adapter
     model: info.model,
     protocol: adapter.protocol,
     prices: entry.prices,
-    estimatedInputTokens: holdInputTokens(raw),
+    // A continued conversation is input too, though it is not in the body.
+    estimatedInputTokens: holdInputTokens(raw) + (earlier ? holdInputTokens(Buffer.from(earlier)) : 0),
     maxOutputTokens: outputCap * info.choices,
     ...(key.spendLimitMicro !== undefined ? { spendLimitMicro: key.spendLimitMicro } : {}),
   });
@@ -120,6 +140,7 @@ export async function handleChat(ctx: RequestContext, deps: GatewayDeps, adapter
         // With `drain`, the upstream outlives the client; otherwise it is aborted with it.
         signal: drain ? new AbortController().signal : ctx.signal,
         drain,
+        ...(decoded.stored?.keep ? { keep: keeper(deps, key, info.model, decoded) } : {}),
       }
     : undefined;
   try {
@@ -260,4 +281,18 @@ function concat(bufs: Buffer[]): Buffer | undefined {
 
 function header(v: string | string[] | undefined): string | undefined {
   return Array.isArray(v) ? v[0] : v;
+}
+
+/** Keeps a translated Responses answer with the turns before it, under the id its client saw. */
+function keeper(deps: GatewayDeps, key: { account: string; name: string }, model: string, decoded: ClientDecoded): Translation['keep'] {
+  const stored = decoded.stored!;
+  return (answer, irId) =>
+    keepConversation(
+      deps.store,
+      stored.idOf(irId),
+      { account: key.account, keyName: key.name },
+      model,
+      [...decoded.ir.messages, { role: 'assistant', content: answer }],
+      deps.settings.chat.storedResponsesTtlMs,
+    );
 }

@@ -1,7 +1,7 @@
 import type { OutgoingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { GatewayError } from '../../kernel/errors.js';
-import type { IrResponse, IrStreamPart } from '../ir/chat.js';
+import type { IrPart, IrResponse, IrStreamPart } from '../ir/chat.js';
 import type { RequestContext } from '../http/context.js';
 import type { ClientChatCodec, ClientDecoded } from '../protocols/index.js';
 import { SseParser } from '../sse/index.js';
@@ -16,6 +16,7 @@ import {
   type UpstreamError,
 } from '../upstreams/index.js';
 import type { CompiledBackend } from '../upstreams/types.js';
+import { answerOf } from './conversations.js';
 import type { ChatExchange } from './exchange.js';
 import { coalesce, drained } from './relay.js';
 
@@ -34,6 +35,17 @@ export interface Translation {
   dispatcher: Dispatcher;
   signal: AbortSignal;
   drain: boolean;
+  /** Keeps the answer for a later previous_response_id (Responses clients that did not send store: false). */
+  keep?: (answer: IrPart[], irId: string) => Promise<void>;
+}
+
+/** The answer kept before its last bytes leave, so a fast client's next turn finds it; a failure costs only that. */
+async function keepAnswer(ctx: RequestContext, t: Translation, answer: IrPart[], irId: string): Promise<void> {
+  try {
+    await t.keep?.(answer, irId);
+  } catch (err) {
+    ctx.log.warn('could not keep the translated response for previous_response_id', { error: (err as Error).message });
+  }
 }
 
 const header = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);
@@ -85,6 +97,7 @@ export async function translatedAttempt(
   if (!t.stream) {
     const answer = codec.decode(await readJson(resp, ctx, exchange));
     exchange.usage(answer.usage, true, 0);
+    await keepAnswer(ctx, t, answer.content, answer.id);
     const bytes = Buffer.from(JSON.stringify(t.decoded.encode(answer, t.modelCode)));
     await exchange.answer(200, 'ok', { 'content-type': 'application/json', ...extra }, bytes);
     return { answered: true };
@@ -138,7 +151,9 @@ async function relayTranslated(
   let final: string | undefined;
   let failed: string | undefined;
   const decoder = codec.streamDecoder();
+  const kept: IrStreamPart[] | undefined = t.keep ? [] : undefined;
   const emit = (parts: IrStreamPart[]) => {
+    kept?.push(...parts);
     let out = '';
     for (const p of parts) {
       if (p.type === 'finish') final = encoder.encode(p);
@@ -183,6 +198,10 @@ async function relayTranslated(
   if (final === undefined) {
     const reason = error instanceof Error ? error.message : 'the upstream ended the stream early';
     return exchange.endStream('upstream_error', encoder.encode({ type: 'error', message: `upstream stream failed: ${reason}` }));
+  }
+  if (kept) {
+    const start = kept.find((p) => p.type === 'start');
+    await keepAnswer(ctx, t, answerOf(kept), start?.type === 'start' ? start.id : '');
   }
   return exchange.endStream('ok', final);
 }

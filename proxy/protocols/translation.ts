@@ -2,7 +2,7 @@ import type { IrFieldFate, IrRequest, IrResponse, IrStreamPart } from '../ir/cha
 import type { ChatProtocol } from '../ir/protocol.js';
 import { ChatStreamEncoder, decodeChatRequest, encodeChatResponse } from './chat-completions/codec.js';
 import { decodeMessagesRequest, encodeMessagesResponse, MessagesStreamEncoder } from './messages/codec.js';
-import { decodeResponsesRequest, encodeResponsesResponse, ResponsesStreamEncoder } from './responses/codec.js';
+import { decodeResponsesRequest, encodeResponsesResponse, responseIdOf, ResponsesStreamEncoder } from './responses/codec.js';
 
 /** A client request decoded for translation, with the encoders of its answer (they may need what the request said). */
 export interface ClientDecoded {
@@ -11,6 +11,8 @@ export interface ClientDecoded {
   /** A whole answer in the client's shape; `model` is the gateway's model code. */
   encode(r: IrResponse, model: string): Record<string, unknown>;
   streamEncoder(model: string): { encode(p: IrStreamPart): string };
+  /** Responses only: the conversation the gateway keeps for translated answers (previous_response_id). */
+  stored?: { previousId?: string; keep: boolean; idOf(irId: string): string };
 }
 
 /** A client protocol's side of translation: its request decoded, its errors encoded. */
@@ -55,6 +57,7 @@ const CODECS: Record<ChatProtocol, ClientChatCodec> = {
         fates: d.fates,
         encode: (r, model) => encodeResponsesResponse(r, model, d.custom),
         streamEncoder: (model) => new ResponsesStreamEncoder(model, d.custom),
+        stored: { keep: d.store, idOf: responseIdOf, ...(d.previousResponseId ? { previousId: d.previousResponseId } : {}) },
       };
     },
     error: openaiError,

@@ -12,6 +12,7 @@ import { RecordingBilling, rid, upstreamOf, withRequestId } from './support.js';
  * tools across a full loop, errors in the client's shape, usage charged as the upstream reported.
  */
 const KEY = 'sk-service-translation-test';
+const KEY2 = 'sk-service-translation-test-2';
 const billing = new RecordingBilling();
 let stack: Stack;
 let openai: OpenAI;
@@ -44,6 +45,7 @@ beforeAll(async () => {
       },
       group('g', ['claude-only', 'gpt-only', 'compat-only', 'claude-then-gpt']),
       apiKey('k', KEY, 'g'),
+      apiKey('k2', KEY2, 'g'),
     ],
     { billing: billing.factory },
   );
@@ -328,9 +330,42 @@ describe('openai SDK (Responses, as Codex speaks it) against a Messages-only mod
     expect(custom).toMatchObject({ type: 'custom_tool_call', name: 'apply_patch', input: expect.any(String) });
   });
 
-  it('previous_response_id towards a non-OpenAI backend is a 400 naming it (send the conversation; Codex does)', async () => {
-    const err = await openai.responses.create({ model: 'claude-only', previous_response_id: 'resp_123', input: 'again' }).catch((e: unknown) => e);
-    expect(err).toMatchObject({ status: 400, param: 'previous_response_id' });
+  it('previous_response_id on a non-OpenAI backend: the gateway keeps the conversation it translated, for this key, and continues it', async () => {
+    const first = await openai.responses.create({ model: 'claude-only', instructions: 'Be brief.', input: 'My name is Ada.' });
+    // A streamed turn continues the JSON one, and is itself kept.
+    const id2 = rid('t-prev-2');
+    const stream = await openai.responses.create(
+      { model: 'claude-only', previous_response_id: first.id, input: 'What is my name?', stream: true },
+      withRequestId(id2),
+    );
+    let second: OpenAI.Responses.Response | undefined;
+    for await (const ev of stream) if (ev.type === 'response.completed') second = ev.response;
+    const up2 = JSON.parse(upstreamOf(stack.sim, id2).body.toString()) as {
+      system?: string;
+      messages: { role: string; content: { type: string; text?: string }[] }[];
+    };
+    expect(up2.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user']);
+    expect(up2.messages[0]!.content[0]!.text).toBe('My name is Ada.');
+    expect(up2.messages[1]!.content[0]!.text).toBe(first.output_text);
+    // Instructions are not carried over (as at OpenAI): each request sends its own.
+    expect(up2.system).toBeUndefined();
+
+    const id3 = rid('t-prev-3');
+    await openai.responses.create({ model: 'claude-only', previous_response_id: second!.id, input: 'Thanks.', store: false }, withRequestId(id3));
+    const up3 = JSON.parse(upstreamOf(stack.sim, id3).body.toString()) as { messages: unknown[] };
+    expect(up3.messages).toHaveLength(5);
+
+    // Another key cannot continue it; an unknown id and one sent with store: false are not held.
+    const other = new OpenAI({ baseURL: `${stack.gw.url}/v1`, apiKey: KEY2, maxRetries: 0 });
+    const notYours = await other.responses.create({ model: 'claude-only', previous_response_id: first.id, input: 'again' }).catch((e: unknown) => e);
+    expect(notYours).toMatchObject({ status: 400, param: 'previous_response_id' });
+    const unknown = await openai.responses.create({ model: 'claude-only', previous_response_id: 'resp_123', input: 'again' }).catch((e: unknown) => e);
+    expect(unknown).toMatchObject({ status: 400, param: 'previous_response_id' });
+    const last = (await stack.gw.deps.store.query<{ n: number }>('SELECT count(*)::int AS n FROM translated_responses')).rows[0]!.n;
+    const unkept = await openai.responses.create({ model: 'claude-only', input: 'forget me', store: false });
+    expect((await stack.gw.deps.store.query<{ n: number }>('SELECT count(*)::int AS n FROM translated_responses')).rows[0]!.n).toBe(last);
+    const gone = await openai.responses.create({ model: 'claude-only', previous_response_id: unkept.id, input: 'again' }).catch((e: unknown) => e);
+    expect(gone).toMatchObject({ status: 400, param: 'previous_response_id' });
   });
 
   it('against a Chat-Completions-only model too (the third pair)', async () => {

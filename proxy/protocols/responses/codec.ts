@@ -26,14 +26,9 @@ import { encodeJsonEvent } from '../../sse/index.js';
 
 /** Fields of a Responses request that the IR does not carry, and why. */
 export const RESPONSES_FATES: Record<string, FieldRule> = {
-  previous_response_id: {
-    fate: 'refused',
-    why: 'server-side conversation state is not available from this backend: send the whole conversation (store: false)',
-  },
   conversation: { fate: 'refused', why: 'server-side conversation state is not available from this backend' },
   background: { fate: 'refused', why: 'background responses are not available from this backend' },
   prompt: { fate: 'refused', why: 'stored prompt templates are not available from this backend' },
-  store: { fate: 'dropped', why: 'OpenAI-side storage', harmless: (v) => v === false },
   include: { fate: 'dropped', why: 'OpenAI-side extras (encrypted reasoning cannot come from another provider)' },
   prompt_cache_key: { fate: 'dropped', why: 'an OpenAI caching hint' },
   service_tier: { fate: 'dropped', why: 'an OpenAI scheduling hint' },
@@ -60,6 +55,8 @@ export const RESPONSES_MAPPED = [
   'text',
   'user',
   'stream',
+  'previous_response_id',
+  'store',
 ] as const;
 const MAPPED = new Set<string>(RESPONSES_MAPPED);
 
@@ -97,7 +94,14 @@ export interface ResponsesDecoded {
   fates: IrFieldFate[];
   /** Names of `custom` tools: their calls go back as custom_tool_call items. */
   custom: Set<string>;
+  /** The earlier response this one continues (its conversation comes before `input`). */
+  previousResponseId?: string;
+  /** Whether the response is kept so a later request can continue it (Responses' default). */
+  store: boolean;
 }
+
+/** The id a client sees for an answer whose upstream id is `id`. */
+export const responseIdOf = (id: string): string => (id.startsWith('resp_') ? id : `resp_${id}`);
 
 /** A Responses request body as the IR, and the fate of each field the IR does not carry. */
 export function decodeResponsesRequest(body: Json): ResponsesDecoded {
@@ -222,7 +226,10 @@ export function decodeResponsesRequest(body: Json): ResponsesDecoded {
       : {}),
     ...(typeof body.user === 'string' ? { user: body.user } : {}),
   };
-  return { ir, fates, custom };
+  const previous = body.previous_response_id;
+  if (previous !== undefined && previous !== null && (typeof previous !== 'string' || previous === ''))
+    throw new TranslationError('previous_response_id must be a response id', 'previous_response_id');
+  return { ir, fates, custom, store: body.store !== false, ...(previous ? { previousResponseId: previous } : {}) };
 }
 
 function usageOf(u: Usage) {
@@ -273,14 +280,7 @@ export function encodeResponsesResponse(r: IrResponse, model: string, custom: Se
   const text = r.content.map((p) => (p.type === 'text' ? p.text : '')).join('');
   if (text) output.push({ type: 'message', id: rid('msg'), role: 'assistant', status: 'completed', content: [{ type: 'output_text', text, annotations: [] }] });
   for (const p of r.content) if (p.type === 'tool_call') output.push(callItem(p, custom, 'completed'));
-  return envelope(
-    r.id.startsWith('resp_') ? r.id : `resp_${r.id}`,
-    model,
-    r.finish.reason === 'length' ? 'incomplete' : 'completed',
-    output,
-    r.finish,
-    r.usage,
-  );
+  return envelope(responseIdOf(r.id), model, r.finish.reason === 'length' ? 'incomplete' : 'completed', output, r.finish, r.usage);
 }
 
 interface OpenItem {
@@ -364,7 +364,7 @@ export class ResponsesStreamEncoder {
     let out = '';
     if (!this.started) {
       this.started = true;
-      if (p.type === 'start') this.id = p.id.startsWith('resp_') ? p.id : `resp_${p.id}`;
+      if (p.type === 'start') this.id = responseIdOf(p.id);
       const r = envelope(this.id, this.model, 'in_progress', [], undefined, undefined);
       out += this.ev('response.created', { response: r }) + this.ev('response.in_progress', { response: r });
     }
