@@ -92,6 +92,13 @@ export async function handleChat(ctx: RequestContext, deps: GatewayDeps, adapter
       earlier = JSON.stringify(turns);
     }
   }
+  // A part or field one backend's wire has no place for (a document by URL towards Chat
+  // Completions): that backend is skipped; with no backend left it is a 400 before the hold.
+  const refusals = decoded ? foreign.map((b) => chatCodecFor(b)?.refusal?.(decoded!.ir)) : [];
+  if (decoded && !native && refusals.every((r) => r !== undefined)) {
+    const r = refusals[0]!;
+    throw badRequest(`${r.message} (model "${info.model}" is served by ${foreign.map((b) => b.provider).join(', ')})`, r.param);
+  }
   if (!native && !decoded) {
     const spoken = [...new Set(entry.model.backends.map((b) => b.provider))].join(', ');
     const endpoints = new Set<string>();
@@ -187,6 +194,7 @@ async function forward(
     if (!provider) return undefined;
     if (speaks(backend, adapter.protocol)) return { provider, codec: undefined };
     const codec = c.translation ? chatCodecFor(backend) : undefined;
+    if (codec?.refusal?.(c.translation!.decoded.ir)) return undefined;
     return codec ? { provider, codec } : undefined;
   };
 

@@ -64,11 +64,12 @@ export async function translatedAttempt(
   codec: UpstreamChatCodec,
   isLast: boolean,
 ): Promise<Attempt<true>> {
+  // What a backend cannot carry was refused before the hold (codec.refusal): encoding cannot fail here.
+  const body = Buffer.from(JSON.stringify(codec.encode({ ...t.decoded.ir, stream: t.stream }, backend.model, t.outputCap)));
   exchange.sent(backend.model);
   const headers = commonHeaders(ctx.requestId, t.stream);
   provider.headers(backend, ctx.req.headers, credentialOf(backend, t.secretFromEnv), headers);
   if (backend.headers) Object.assign(headers, backend.headers);
-  const body = Buffer.from(JSON.stringify(codec.encode({ ...t.decoded.ir, stream: t.stream }, backend.model, t.outputCap)));
   let resp: Dispatcher.ResponseData;
   try {
     resp = await callUpstream({ backend, path: provider.path(backend, codec.op), headers, body, signal: t.signal, dispatcher: t.dispatcher });

@@ -13,6 +13,9 @@ export type IrPart =
   | { type: 'text'; text: string }
   | { type: 'image'; url: string }
   | { type: 'image'; data: string; mediaType: string }
+  /** A file for the model to read (a PDF, say), inline or by URL, with the name the client gave it. */
+  | { type: 'document'; data: string; mediaType: string; filename?: string }
+  | { type: 'document'; url: string; filename?: string }
   | { type: 'tool_call'; id: string; name: string; arguments: string }
   | { type: 'tool_result'; callId: string; content: string; isError?: boolean }
   | { type: 'reasoning'; text: string; signature?: string }

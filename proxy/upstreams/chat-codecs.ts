@@ -1,9 +1,9 @@
-import type { IrRequest, IrResponse, IrStreamPart } from '../ir/chat.js';
+import type { IrRequest, IrResponse, IrStreamPart, TranslationError } from '../ir/chat.js';
 import type { ChatProtocol } from '../ir/protocol.js';
 import type { Usage } from '../ir/usage.js';
 import { decodeMessagesResponse, encodeMessagesRequest, MessagesStreamDecoder } from './anthropic/messages-codec.js';
-import { ChatStreamDecoder, decodeChatResponse, encodeChatRequest } from './openai/chat-codec.js';
-import { decodeResponsesResponse, encodeResponsesRequest, ResponsesStreamDecoder } from './openai/responses-codec.js';
+import { ChatStreamDecoder, chatRefusal, decodeChatResponse, encodeChatRequest } from './openai/chat-codec.js';
+import { decodeResponsesResponse, encodeResponsesRequest, ResponsesStreamDecoder, responsesRefusal } from './openai/responses-codec.js';
 import { speaks } from './registry.js';
 import type { CompiledBackend } from './types.js';
 
@@ -28,6 +28,8 @@ export interface UpstreamChatCodec {
   streamDecoder(): UpstreamStreamDecoder;
   /** The message and type of an error answer in this wire's shape. */
   error(body: unknown): { message: string; type?: string };
+  /** Why this wire cannot carry a request (a part or field it has no place for), if it cannot. */
+  refusal?(ir: IrRequest): TranslationError | undefined;
 }
 
 const isObj = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -43,6 +45,7 @@ const chatCodec = (openaiItself: boolean): UpstreamChatCodec => ({
   decode: decodeChatResponse,
   streamDecoder: () => new ChatStreamDecoder(),
   error: errorOf,
+  refusal: chatRefusal,
 });
 
 const messagesCodec: UpstreamChatCodec = {
@@ -59,6 +62,7 @@ const responsesCodec: UpstreamChatCodec = {
   decode: decodeResponsesResponse,
   streamDecoder: () => new ResponsesStreamDecoder(),
   error: errorOf,
+  refusal: responsesRefusal,
 };
 
 /** The codec a backend is translated through, by what it speaks: Chat Completions, else Messages, else Responses. */

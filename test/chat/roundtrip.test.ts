@@ -20,6 +20,9 @@ const args = fc.dictionary(name, fc.oneof(word, fc.integer(), fc.boolean()), { m
 
 const text = word.map((t): IrPart => ({ type: 'text', text: t }));
 const image = fc.webUrl().map((url): IrPart => ({ type: 'image', url }));
+const pdf = fc
+  .record({ data: fc.base64String({ minLength: 4, maxLength: 40 }), filename: fc.stringMatching(/^[a-z]{1,8}\.pdf$/) })
+  .map(({ data, filename }): IrPart => ({ type: 'document', mediaType: 'application/pdf', data, filename }));
 const call = fc.record({ id, name, args }).map(({ id: i, name: n, args: a }): IrPart => ({ type: 'tool_call', id: i, name: n, arguments: a }));
 const result = fc.record({ id, content: word }).map(({ id: i, content }): IrPart => ({ type: 'tool_result', callId: i, content }));
 const signed = fc.record({ t: word, sig: id }).map(({ t, sig }): IrPart => ({ type: 'reasoning', text: t, signature: sig }));
@@ -34,7 +37,7 @@ function conversation(withReasoning: boolean): fc.Arbitrary<IrMessage[]> {
     })
     .filter((a) => a.text !== undefined || a.calls.length > 0)
     .map((a): IrMessage => ({ role: 'assistant', content: [...(a.reasoning ? [a.reasoning] : []), ...(a.text ? [a.text] : []), ...a.calls] }));
-  const user = fc.array(fc.oneof(text, image), { minLength: 1, maxLength: 3 }).map((content): IrMessage => ({ role: 'user', content }));
+  const user = fc.array(fc.oneof(text, image, pdf), { minLength: 1, maxLength: 3 }).map((content): IrMessage => ({ role: 'user', content }));
   return fc.array(fc.tuple(user, assistant), { minLength: 1, maxLength: 3 }).chain((pairs) => {
     const out: IrMessage[] = [];
     for (const [u, a] of pairs) {

@@ -382,6 +382,70 @@ describe('openai SDK (Responses, as Codex speaks it) against a Messages-only mod
   });
 });
 
+describe('documents (PDF) across pairs', () => {
+  const PDF = Buffer.from('%PDF-1.4 tollgate test').toString('base64');
+
+  it('a Chat Completions file part reaches Anthropic as a document block, and an Anthropic document reaches Chat Completions as a file part', async () => {
+    const id = rid('t-doc-cc');
+    await openai.chat.completions.create(
+      {
+        model: 'claude-only',
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: 'Summarise' },
+              { type: 'file', file: { filename: 'a.pdf', file_data: `data:application/pdf;base64,${PDF}` } },
+            ],
+          },
+        ],
+      },
+      withRequestId(id),
+    );
+    const up = JSON.parse(upstreamOf(stack.sim, id).body.toString()) as { messages: { content: unknown[] }[] };
+    expect(up.messages[0]!.content[1]).toEqual({ type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: PDF }, title: 'a.pdf' });
+
+    const id2 = rid('t-doc-msg');
+    await anthropic.messages.create(
+      {
+        model: 'gpt-only',
+        max_tokens: 100,
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: PDF }, title: 'b.pdf' },
+              { type: 'text', text: 'Summarise' },
+            ],
+          },
+        ],
+      },
+      withRequestId(id2),
+    );
+    const up2 = JSON.parse(upstreamOf(stack.sim, id2).body.toString()) as { messages: { content: unknown[] }[] };
+    expect(up2.messages[0]!.content[0]).toEqual({ type: 'file', file: { filename: 'b.pdf', file_data: `data:application/pdf;base64,${PDF}` } });
+  });
+
+  it('a document by URL cannot go to a Chat Completions backend: a 400 naming the backend, nothing charged', async () => {
+    const id = rid('t-doc-url');
+    const err = await anthropic.messages
+      .create(
+        {
+          model: 'gpt-only',
+          max_tokens: 100,
+          messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'url', url: 'https://example.com/a.pdf' } }] }],
+        },
+        withRequestId(id),
+      )
+      .catch((e: unknown) => e);
+    expect(err).toMatchObject({ status: 400, error: { type: 'error', error: { type: 'invalid_request_error' } } });
+    expect((err as Error).message).toMatch(/document given by URL.*served by openai/);
+    expect(stack.sim.recorder.all().filter((r) => r.headers['x-request-id'] === id)).toHaveLength(0);
+    // Refused before the hold: nothing held, nothing settled.
+    expect(billing.quotes.has(id)).toBe(false);
+  });
+});
+
 describe('the remaining pairs', () => {
   it('Chat Completions client on a Chat-Completions model is still passthrough (no translation headers)', async () => {
     const { response } = await openai.chat.completions.create({ model: 'gpt-only', messages: [{ role: 'user', content: 'hi' }], seed: 3 }).withResponse();

@@ -84,6 +84,11 @@ function contentParts(content: unknown, where: string): IrPart[] {
       const m = /^data:([^;,]+);base64,(.*)$/s.exec(url);
       return [m ? { type: 'image', mediaType: m[1]!, data: m[2]! } : { type: 'image', url }];
     }
+    if (p.type === 'file' && isObj(p.file)) {
+      const m = /^data:([^;,]+);base64,(.*)$/s.exec(str(p.file.file_data) ?? '');
+      if (!m) throw new TranslationError(`${where}[${i}].file: only files given inline (file_data) are available through translation`, where);
+      return [{ type: 'document', mediaType: m[1]!, data: m[2]!, ...(str(p.file.filename) ? { filename: p.file.filename as string } : {}) }];
+    }
     throw new TranslationError(`${where}[${i}]: content part type "${String(p.type)}" is not available through translation`, where);
   });
 }

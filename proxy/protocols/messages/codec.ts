@@ -79,8 +79,14 @@ function blocks(content: unknown, where: string, cached: { seen: boolean }): IrP
         return [{ type: 'reasoning', text: str(b.thinking) ?? '', ...(typeof b.signature === 'string' ? { signature: b.signature } : {}) }];
       case 'redacted_thinking':
         return [{ type: 'redacted_reasoning', data: str(b.data) ?? '' }];
-      case 'document':
-        throw new TranslationError(`${where}[${i}]: document blocks are not available through translation to this backend`, 'messages');
+      case 'document': {
+        const s = isObj(b.source) ? b.source : {};
+        const filename = str(b.title) ? { filename: b.title as string } : {};
+        if (s.type === 'base64') return [{ type: 'document', mediaType: str(s.media_type) ?? 'application/pdf', data: str(s.data) ?? '', ...filename }];
+        if (s.type === 'url') return [{ type: 'document', url: str(s.url) ?? '', ...filename }];
+        if (s.type === 'text') return str(s.data) ? [{ type: 'text', text: s.data as string }] : [];
+        throw new TranslationError(`${where}[${i}]: document source type "${String(s.type)}" is not available through translation`, 'messages');
+      }
       default:
         throw new TranslationError(`${where}[${i}]: content block type "${String(b.type)}" is not available through translation`, 'messages');
     }

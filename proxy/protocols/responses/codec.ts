@@ -85,6 +85,13 @@ function contentParts(content: unknown, where: string): IrPart[] {
       const m = /^data:([^;,]+);base64,(.*)$/s.exec(url);
       return [m ? { type: 'image', mediaType: m[1]!, data: m[2]! } : { type: 'image', url }];
     }
+    if (p.type === 'input_file') {
+      const filename = str(p.filename) ? { filename: p.filename as string } : {};
+      const m = /^data:([^;,]+);base64,(.*)$/s.exec(str(p.file_data) ?? '');
+      if (m) return [{ type: 'document', mediaType: m[1]!, data: m[2]!, ...filename }];
+      if (str(p.file_url)) return [{ type: 'document', url: p.file_url as string, ...filename }];
+      throw new TranslationError(`${where}[${i}]: only input files given inline (file_data) or by file_url are available through translation`, 'input');
+    }
     throw new TranslationError(`${where}[${i}]: content type "${typeof p.type === 'string' ? p.type : '?'}" is not available through translation`, 'input');
   });
 }

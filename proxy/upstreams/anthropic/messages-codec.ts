@@ -25,6 +25,12 @@ function block(p: IrPart): Json | undefined {
       return p.text === '' ? undefined : { type: 'text', text: p.text };
     case 'image':
       return { type: 'image', source: 'url' in p ? { type: 'url', url: p.url } : { type: 'base64', media_type: p.mediaType, data: p.data } };
+    case 'document':
+      return {
+        type: 'document',
+        source: 'url' in p ? { type: 'url', url: p.url } : { type: 'base64', media_type: p.mediaType, data: p.data },
+        ...(p.filename ? { title: p.filename } : {}),
+      };
     case 'tool_call':
       return { type: 'tool_use', id: p.id, name: p.name, input: argsObject(p.arguments) };
     case 'tool_result':

@@ -1,4 +1,4 @@
-import { emptyUsage, finishFrom, type IrFinish, type IrPart, type IrRequest, type IrResponse, type IrStreamPart } from '../../ir/chat.js';
+import { emptyUsage, finishFrom, TranslationError, type IrFinish, type IrPart, type IrRequest, type IrResponse, type IrStreamPart } from '../../ir/chat.js';
 import { isObj, str, type Json } from '../../ir/json.js';
 import type { Usage } from '../../ir/usage.js';
 import { usageFromChat } from '../../ir/wire-usage.js';
@@ -13,8 +13,17 @@ function userContent(parts: IrPart[]): string | Json[] {
   for (const p of parts) {
     if (p.type === 'text') out.push({ type: 'text', text: p.text });
     else if (p.type === 'image') out.push({ type: 'image_url', image_url: { url: 'url' in p ? p.url : `data:${p.mediaType};base64,${p.data}` } });
+    else if (p.type === 'document' && !('url' in p)) {
+      out.push({ type: 'file', file: { filename: p.filename ?? 'document', file_data: `data:${p.mediaType};base64,${p.data}` } });
+    }
   }
   return out.length === 1 && out[0]!.type === 'text' ? (out[0]!.text as string) : out;
+}
+
+/** What Chat Completions cannot carry of a request: a document given by URL (it takes files inline only). */
+export function chatRefusal(ir: IrRequest): TranslationError | undefined {
+  const byUrl = ir.messages.some((m) => m.content.some((p) => p.type === 'document' && 'url' in p));
+  return byUrl ? new TranslationError('a document given by URL cannot be sent to a Chat Completions backend: send it inline (base64)', 'messages') : undefined;
 }
 
 /**
@@ -22,6 +31,8 @@ function userContent(parts: IrPart[]): string | Json[] {
  * max_completion_tokens; compatible servers mostly know only max_tokens.
  */
 export function encodeChatRequest(ir: IrRequest, model: string, o: { openaiItself: boolean }): Json {
+  const refused = chatRefusal(ir);
+  if (refused) throw refused;
   const messages: Json[] = ir.system.map((text) => ({ role: 'system', content: text }));
   for (const m of ir.messages) {
     if (m.role === 'user') {

@@ -14,14 +14,25 @@ function userItem(parts: IrPart[]): Json | undefined {
   for (const p of parts) {
     if (p.type === 'text') content.push({ type: 'input_text', text: p.text });
     else if (p.type === 'image') content.push({ type: 'input_image', image_url: 'url' in p ? p.url : `data:${p.mediaType};base64,${p.data}`, detail: 'auto' });
+    else if (p.type === 'document')
+      content.push({
+        type: 'input_file',
+        ...('url' in p ? { file_url: p.url } : { file_data: `data:${p.mediaType};base64,${p.data}` }),
+        ...(p.filename ? { filename: p.filename } : {}),
+      });
   }
   return content.length ? { role: 'user', content } : undefined;
 }
 
+/** What Responses cannot carry of a request: stop sequences (it has none; dropping them would change where the answer ends). */
+export function responsesRefusal(ir: IrRequest): TranslationError | undefined {
+  return ir.stop?.length ? new TranslationError('stop sequences are not available from this backend (it speaks only the Responses API)', 'stop') : undefined;
+}
+
 /** The request body for `model`; `cap` is the output cap the hold was sized for. */
 export function encodeResponsesRequest(ir: IrRequest, model: string, cap: number): Json {
-  // Responses has no stop sequences: dropping them would change where the answer ends.
-  if (ir.stop?.length) throw new TranslationError('stop sequences are not available from this backend (it speaks only the Responses API)', 'stop');
+  const refused = responsesRefusal(ir);
+  if (refused) throw refused;
   const input: Json[] = [];
   for (const m of ir.messages) {
     if (m.role === 'user') {
