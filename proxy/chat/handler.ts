@@ -94,7 +94,7 @@ export async function handleChat(ctx: RequestContext, deps: GatewayDeps, adapter
   }
   // A part or field one backend's wire has no place for (a document by URL towards Chat
   // Completions): that backend is skipped; with no backend left it is a 400 before the hold.
-  const refusals = decoded ? foreign.map((b) => chatCodecFor(b)?.refusal?.(decoded!.ir)) : [];
+  const refusals = decoded ? foreign.map((b) => chatCodecFor(b)?.refusal?.(decoded.ir)) : [];
   if (decoded && !native && refusals.every((r) => r !== undefined)) {
     const r = refusals[0]!;
     throw badRequest(`${r.message} (model "${info.model}" is served by ${foreign.map((b) => b.provider).join(', ')})`, r.param);
