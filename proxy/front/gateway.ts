@@ -11,6 +11,8 @@ import { createMetrics } from '../metrics/index.js';
 import { DEFAULT_BODY_LIMIT, DEFAULT_BODY_TIMEOUT_MS } from '../http/body.js';
 import type { Feature, GatewayDeps, GatewayOptions } from '../http/deps.js';
 import { createHandler } from './pipeline.js';
+import { Telemetry } from '../metrics/telemetry.js';
+import { backendStates, observedBilling } from './observe.js';
 import { sendError } from './render.js';
 import { GatewayError } from '../../kernel/errors.js';
 import { createLogger, type Logger } from '../../kernel/log.js';
@@ -98,13 +100,20 @@ export async function startGateway(opts: StartOptions): Promise<Gateway> {
   const limiter = new RateLimiter(
     opts.redisUrl ? new RedisCounter(new Redis(opts.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 2 })) : new MemoryCounter(),
   );
+  const cooldowns = new Cooldowns();
+  const telemetry = new Telemetry(
+    metrics.registry,
+    log,
+    backendStates(() => runtime, cooldowns),
+  );
   const base = {
     store,
     log,
     registry: metrics.registry,
+    telemetry,
     config: () => runtime,
     options,
-    cooldowns: new Cooldowns(),
+    cooldowns,
     limiter,
     settings,
     upstreamAgent: createUpstreamAgent(),
@@ -113,7 +122,7 @@ export async function startGateway(opts: StartOptions): Promise<Gateway> {
   let features: ReturnType<FeatureFactory>[];
   try {
     // Opening billing opens its journal, which another live process may hold.
-    deps = { ...base, billing: opts.billing(base) };
+    deps = { ...base, billing: observedBilling(opts.billing(base)) };
     const d = deps;
     features = opts.features.map((f) => f(d));
   } catch (err) {
@@ -159,7 +168,7 @@ export async function startGateway(opts: StartOptions): Promise<Gateway> {
 
   // The API admits requests only once every port is bound and every feature started.
   let open = false;
-  const handleApi = createHandler({ routes: apiRoutes, config: () => runtime, log, metrics, limiter, bodyLimit, bodyTimeoutMs });
+  const handleApi = createHandler({ routes: apiRoutes, config: () => runtime, log, metrics, telemetry, limiter, bodyLimit, bodyTimeoutMs });
   const api = createServer((req, res) => {
     if (open) return handleApi(req, res);
     req.resume();
