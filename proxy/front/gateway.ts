@@ -12,7 +12,7 @@ import { DEFAULT_BODY_LIMIT, DEFAULT_BODY_TIMEOUT_MS } from '../http/body.js';
 import type { Feature, GatewayDeps, GatewayOptions } from '../http/deps.js';
 import { createHandler } from './pipeline.js';
 import { Telemetry } from '../metrics/telemetry.js';
-import { backendStates, observedBilling } from './observe.js';
+import { backendStates, observedBilling, startLedgerCheck } from './observe.js';
 import { sendError } from './render.js';
 import { GatewayError } from '../../kernel/errors.js';
 import { createLogger, type Logger } from '../../kernel/log.js';
@@ -181,6 +181,8 @@ export async function startGateway(opts: StartOptions): Promise<Gateway> {
   const started: typeof features = [];
   let closing = false;
   let closed: Promise<void> | undefined;
+  // Stopped by close(), also when the start fails below.
+  const ledgerCheck = startLedgerCheck(store, metrics.registry, log, settings.observability.ledgerCheckMs);
   const close = () =>
     (closed ??= (async () => {
       closing = true;
@@ -188,6 +190,7 @@ export async function startGateway(opts: StartOptions): Promise<Gateway> {
       api.closeIdleConnections();
       await inflight.drain(opts.shutdownGraceMs ?? 30_000);
       api.closeAllConnections();
+      await ledgerCheck.stop();
       for (const f of started) await f.stop?.().catch((err: Error) => log.error('feature stop failed', { error: err.message }));
       await billing.close().catch((err: Error) => log.error('billing close failed', { error: err.message }));
       await opts.source.stop();

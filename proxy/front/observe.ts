@@ -1,4 +1,7 @@
-import { chatCost, type Billing } from '../billing/index.js';
+import { Gauge, type Registry } from 'prom-client';
+import type { Logger } from '../../kernel/log.js';
+import { chatCost, verifyLedger, type Billing } from '../billing/index.js';
+import type { Store } from '../store/index.js';
 import type { RuntimeConfig } from '../config/runtime.js';
 import { chatHeld, chatSettled, type BackendState } from '../metrics/telemetry.js';
 import type { Cooldowns } from '../upstreams/index.js';
@@ -35,5 +38,43 @@ export function backendStates(config: () => RuntimeConfig | undefined, cooldowns
       for (const b of m.backends) out.push({ model, baseURL: b.baseURL, provider: b.provider, cooling: cooldowns.isCooling(b) });
     }
     return out;
+  };
+}
+
+/**
+ * Checks every `intervalMs` (and once soon after start) that each balance and hold equals the sum
+ * of its ledger rows, for the TollgateLedgerInconsistent alert. A check that cannot run (the
+ * store away) leaves the last result in place.
+ */
+export function startLedgerCheck(store: Store, registry: Registry, log: Logger, intervalMs: number): { stop(): Promise<void> } {
+  const found = new Gauge({
+    name: 'tollgate_ledger_inconsistencies',
+    help: 'Balances and holds that differ from the sum of their ledger rows at the last check (0: consistent)',
+    registers: [registry],
+  });
+  const at = new Gauge({ name: 'tollgate_ledger_checked_timestamp_seconds', help: 'When the ledger was last checked (Unix time)', registers: [registry] });
+  let running: Promise<void> | undefined;
+  const check = () =>
+    (running ??= verifyLedger(store)
+      .then(
+        (violations) => {
+          found.set(violations.length);
+          at.set(Date.now() / 1000);
+          // Accounts and hold ids only: no key, no amount beyond the ledger's own numbers.
+          if (violations.length) log.error('ledger check: inconsistent', { count: violations.length, first: violations.slice(0, 5) });
+        },
+        (err: Error) => log.warn('ledger check failed', { error: err.message }),
+      )
+      .finally(() => (running = undefined)));
+  const first = setTimeout(check, Math.min(intervalMs, 1000));
+  const every = setInterval(check, intervalMs);
+  first.unref();
+  every.unref();
+  return {
+    async stop() {
+      clearTimeout(first);
+      clearInterval(every);
+      await running;
+    },
   };
 }

@@ -8,6 +8,10 @@ export interface TaskBacklog {
   oldestAgeSeconds: number;
 }
 
+/** The kinds and unfinished statuses always reported (0 when empty), so a dashboard shows a line, not "no data". */
+const KINDS = ['image', 'video'];
+const OPEN = ['queued', 'processing'];
+
 export interface Backlog {
   tasks: TaskBacklog[];
   webhooks: { pending: number; oldestAgeSeconds: number };
@@ -34,18 +38,22 @@ export function backlogGauges(registry: Registry, read: () => Promise<Backlog>):
     async collect() {
       const b = await current();
       this.reset();
-      for (const t of b?.tasks ?? []) this.set({ kind: t.kind, status: t.status }, t.count);
+      if (!b) return;
+      for (const kind of KINDS) for (const status of OPEN) this.set({ kind, status }, 0);
+      for (const t of b.tasks) this.set({ kind: t.kind, status: t.status }, t.count);
     },
   });
   new Gauge({
     name: 'tollgate_tasks_oldest_age_seconds',
-    help: 'Age of the oldest unfinished task, by kind and status',
+    help: 'Age of the oldest unfinished task, by kind and status (0 when none)',
     labelNames: ['kind', 'status'] as const,
     registers,
     async collect() {
       const b = await current();
       this.reset();
-      for (const t of b?.tasks ?? []) this.set({ kind: t.kind, status: t.status }, t.oldestAgeSeconds);
+      if (!b) return;
+      for (const kind of KINDS) for (const status of OPEN) this.set({ kind, status }, 0);
+      for (const t of b.tasks) this.set({ kind: t.kind, status: t.status }, t.oldestAgeSeconds);
     },
   });
   new Gauge({
