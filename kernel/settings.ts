@@ -122,6 +122,7 @@ const EnvSchema = z.object({
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: text,
   OTEL_EXPORTER_OTLP_ENDPOINT: text,
   OTEL_SERVICE_NAME: text,
+  OTEL_BSP_SCHEDULE_DELAY: millis('OTEL_BSP_SCHEDULE_DELAY'),
 });
 
 /** Only what is set: each consumer fills the rest from its own defaults. */
@@ -178,6 +179,8 @@ function fromEnv(e: z.infer<typeof EnvSchema>, env: Env) {
       otlpTracesEndpoint:
         e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? (e.OTEL_EXPORTER_OTLP_ENDPOINT ? `${e.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/+$/, '')}/v1/traces` : undefined),
       serviceName: e.OTEL_SERVICE_NAME ?? 'tollgate',
+      /** How long finished spans wait to be sent in one batch (ms). */
+      traceBatchMs: e.OTEL_BSP_SCHEDULE_DELAY ?? 2000,
     },
     /**
      * Upstream credentials given as `{env: NAME}` in a ModelRoute: looked up by name in the

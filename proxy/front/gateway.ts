@@ -12,6 +12,7 @@ import { DEFAULT_BODY_LIMIT, DEFAULT_BODY_TIMEOUT_MS } from '../http/body.js';
 import type { Feature, GatewayDeps, GatewayOptions } from '../http/deps.js';
 import { createHandler } from './pipeline.js';
 import { Telemetry } from '../metrics/telemetry.js';
+import { Tracing } from '../metrics/tracing.js';
 import { backendStates, observedBilling, startLedgerCheck } from './observe.js';
 import { sendError } from './render.js';
 import { GatewayError } from '../../kernel/errors.js';
@@ -101,10 +102,15 @@ export async function startGateway(opts: StartOptions): Promise<Gateway> {
     opts.redisUrl ? new RedisCounter(new Redis(opts.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 2 })) : new MemoryCounter(),
   );
   const cooldowns = new Cooldowns();
+  const obs = settings.observability;
+  const tracing = obs.otlpTracesEndpoint
+    ? new Tracing({ endpoint: obs.otlpTracesEndpoint, serviceName: obs.serviceName, batchDelayMs: obs.traceBatchMs })
+    : undefined;
   const telemetry = new Telemetry(
     metrics.registry,
     log,
     backendStates(() => runtime, cooldowns),
+    tracing,
   );
   const base = {
     store,
@@ -200,6 +206,7 @@ export async function startGateway(opts: StartOptions): Promise<Gateway> {
       admin.close();
       admin.closeAllConnections();
       if (ownStore) await store.close();
+      await tracing?.shutdown().catch((err: Error) => log.warn('trace export failed at shutdown', { error: err.message }));
       log.info('gateway stopped');
     })());
 

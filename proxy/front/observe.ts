@@ -3,7 +3,7 @@ import type { Logger } from '../../kernel/log.js';
 import { chatCost, verifyLedger, type Billing } from '../billing/index.js';
 import type { Store } from '../store/index.js';
 import type { RuntimeConfig } from '../config/runtime.js';
-import { chatHeld, chatSettled, type BackendState } from '../metrics/telemetry.js';
+import { chatHeld, chatSettled, childSpan, type BackendState } from '../metrics/telemetry.js';
 import type { Cooldowns } from '../upstreams/index.js';
 
 /**
@@ -24,7 +24,17 @@ export function observedBilling(billing: Billing): Billing {
         heldMicro: charge.heldMicro,
         // Idempotent like the charge it wraps: counted once.
         settle: (outcome) =>
-          (settled ??= charge.settle(outcome).then(() => chatSettled(scope, outcome, outcome.usage ? chatCost(quote.prices, outcome.usage) : 0n))),
+          (settled ??= (async () => {
+            const end = childSpan(scope, 'billing commit');
+            try {
+              await charge.settle(outcome);
+            } catch (err) {
+              end((err as Error).message);
+              throw err;
+            }
+            end();
+            chatSettled(scope, outcome, outcome.usage ? chatCost(quote.prices, outcome.usage) : 0n);
+          })()),
       };
     },
   };

@@ -54,7 +54,7 @@ export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res:
     let routeName = 'unmatched';
     let errorCode: string | undefined;
     let ctxOf: RequestContext | undefined;
-    const scope = opts.telemetry?.begin(requestId);
+    const scope = opts.telemetry?.begin(requestId, method, req.headers);
     if (scope) {
       res.once('close', () =>
         opts.telemetry!.end(scope, {

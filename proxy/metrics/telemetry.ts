@@ -12,6 +12,8 @@ import {
   type GenAiMetrics,
   type StatusClass,
 } from './genai.js';
+import { endSpan, SpanKind, type Tracing } from './tracing.js';
+import type { IncomingHttpHeaders } from 'node:http';
 import { scopes, type RequestScope, type SettledChat } from './scope.js';
 
 export type { BackendState, RequestScope, SettledChat };
@@ -20,6 +22,8 @@ export type { BackendState, RequestScope, SettledChat };
 export interface BackendRef {
   provider: string;
   baseURL: string;
+  /** The upstream model name. */
+  model: string;
 }
 
 export interface UpstreamProbe {
@@ -44,13 +48,17 @@ export class Telemetry {
     private readonly log: Logger,
     /** The backends of the config in service and whether each is cooling down, read at each scrape. */
     backends: () => BackendState[] = () => [],
+    /** Set when traces are exported (an OTLP endpoint is configured). */
+    readonly tracing?: Tracing,
   ) {
     this.metrics = genAiMetrics(registry);
     backendGauges(registry, backends);
   }
 
-  begin(requestId: string): RequestScope {
-    return { telemetry: this, requestId, attempts: 0 };
+  begin(requestId: string, method: string, headers: IncomingHttpHeaders): RequestScope {
+    const scope: RequestScope = { telemetry: this, requestId, attempts: 0 };
+    if (this.tracing) scope.trace = this.tracing.request(headers, method, { 'http.request.method': method, 'tollgate.request_id': requestId });
+    return scope;
   }
 
   run<T>(scope: RequestScope, fn: () => T): T {
@@ -63,7 +71,8 @@ export class Telemetry {
     const model = scope.chat?.model ?? '';
     const group = scope.chat?.group ?? f.group ?? '';
     this.metrics.requests.inc({ route: f.route, model, group, outcome, reason });
-    const line = accessLine(scope, f, outcome, reason);
+    if (scope.trace) endRequestSpan(scope, f, outcome, reason);
+    const line = accessLine(scope, f.traceId || !scope.trace ? f : { ...f, traceId: scope.trace.span.spanContext().traceId }, outcome, reason);
     if (f.status >= 500) this.log.warn('request', line);
     else this.log.info('request', line);
   }
@@ -81,8 +90,8 @@ export function chatHeld(model: string, group: string, protocol: string): Reques
   return s;
 }
 
-/** An upstream call of the current request starts; the probe is told how it ended. */
-export function watchUpstream(backend: BackendRef): UpstreamProbe {
+/** An upstream call of the current request starts; the probe is told how it ended. With tracing on, `headers` get the call's `traceparent`. */
+export function watchUpstream(backend: BackendRef, headers?: Record<string, string>): UpstreamProbe {
   const s = scopes.getStore();
   if (!s) return NO_PROBE;
   const m = s.telemetry.metrics;
@@ -91,12 +100,30 @@ export function watchUpstream(backend: BackendRef): UpstreamProbe {
   s.attempts++;
   s.backend = { label, provider: backend.provider };
   const started = process.hrtime.bigint();
-  const record = (cls: StatusClass) => {
+  const tracing = s.telemetry.tracing;
+  const child =
+    tracing && s.trace
+      ? tracing.child(s.trace, `${s.chat ? 'chat' : 'call'} ${backend.model}`, SpanKind.CLIENT, {
+          'gen_ai.operation.name': s.chat ? 'chat' : 'call',
+          'gen_ai.provider.name': backend.provider,
+          'gen_ai.request.model': backend.model,
+          'tollgate.backend': label,
+          'tollgate.attempt': s.attempts,
+          ...serverOf(backend.baseURL),
+        })
+      : undefined;
+  if (child && headers) tracing!.inject(child, headers);
+  const record = (cls: StatusClass, status?: number) => {
     const labels = { backend: label, gen_ai_provider_name: backend.provider, status_class: cls };
     m.upstreamRequests.inc(labels);
     m.upstreamDuration.observe(labels, Number(process.hrtime.bigint() - started) / 1e9);
+    if (!child) return;
+    if (status !== undefined) child.span.setAttribute('http.response.status_code', status);
+    const failed = status === undefined || status >= 500 || status === 429;
+    if (failed) child.span.setAttribute('error.type', status === undefined ? cls : String(status));
+    endSpan(child.span, failed ? cls : undefined);
   };
-  return { answered: (status) => record(statusClass(status)), failed: (kind) => record(kind) };
+  return { answered: (status) => record(statusClass(status), status), failed: (kind) => record(kind) };
 }
 
 /** A chat request was settled (charged `creditsMicro`): its GenAI metrics. */
@@ -125,4 +152,51 @@ export function chatSettled(s: RequestScope | undefined, settled: SettledChat, c
     const tpot = timePerOutputToken(settled.latencyMs, settled.ttftMs, settled.usage?.outputTokens ?? 0);
     if (tpot !== undefined) m.perOutputToken.observe(labels, tpot);
   }
+}
+
+/** A child span of the request's (none when tracing is off); the returned function ends it. */
+export function childSpan(s: RequestScope | undefined, name: string): (error?: string) => void {
+  const tracing = s?.telemetry.tracing;
+  if (!tracing || !s?.trace) return () => {};
+  const child = tracing.child(s.trace, name, SpanKind.INTERNAL, {});
+  return (error) => endSpan(child.span, error);
+}
+
+function serverOf(baseURL: string): Record<string, string | number> {
+  try {
+    const u = new URL(baseURL);
+    return { 'server.address': u.hostname, 'server.port': Number(u.port) || (u.protocol === 'https:' ? 443 : 80) };
+  } catch {
+    return {};
+  }
+}
+
+/** The server span's name and attributes once the request is over: what the access log says, as GenAI attributes. */
+function endRequestSpan(scope: RequestScope, f: Finished, outcome: string, reason: string): void {
+  const span = scope.trace!.span;
+  const chat = scope.chat;
+  span.updateName(chat ? `chat ${chat.model}` : `${f.method} ${f.route}`);
+  span.setAttributes({
+    'http.route': f.route,
+    'http.response.status_code': f.status,
+    'tollgate.outcome': outcome,
+    ...(reason ? { 'tollgate.reason': reason } : {}),
+    ...(f.keyName !== undefined ? { 'tollgate.key.name': f.keyName } : {}),
+    ...((chat?.group ?? f.group) !== undefined ? { 'tollgate.group': chat?.group ?? f.group } : {}),
+  });
+  if (chat) {
+    span.setAttributes({ 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': chat.model, 'tollgate.protocol': chat.protocol });
+  }
+  if (scope.backend) span.setAttributes({ 'gen_ai.provider.name': scope.backend.provider, 'tollgate.backend': scope.backend.label });
+  const settled = scope.settled;
+  if (settled) {
+    span.setAttribute('tollgate.credits_micro', Number(settled.creditsMicro));
+    if (settled.usage) {
+      span.setAttributes({ 'gen_ai.usage.input_tokens': settled.usage.inputTokens, 'gen_ai.usage.output_tokens': settled.usage.outputTokens });
+    }
+    if (settled.ttftMs !== undefined) span.setAttribute('gen_ai.server.time_to_first_token', settled.ttftMs / 1000);
+  }
+  const failed = outcome === 'failed' || outcome === 'upstream_error';
+  if (failed) span.setAttribute('error.type', reason || outcome);
+  endSpan(span, failed ? reason || outcome : undefined);
 }

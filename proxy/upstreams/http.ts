@@ -69,7 +69,7 @@ export function classify(err: unknown, signal?: AbortSignal): UpstreamError {
 
 export async function callUpstream(call: UpstreamCall): Promise<Dispatcher.ResponseData> {
   const t = targetOf(call.backend);
-  const probe = watchUpstream(call.backend);
+  const probe = watchUpstream(call.backend, call.headers);
   try {
     const resp = await call.dispatcher.request({
       origin: t.origin,
