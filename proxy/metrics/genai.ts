@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { KeyedHistogram } from './histogram.js';
 
 /**
  * The OpenTelemetry GenAI metrics (semantic conventions 1.37, in Prometheus form: dots become
@@ -18,14 +19,14 @@ export type Outcome = 'ok' | 'cancelled' | 'upstream_error' | 'refused' | 'faile
 export type StatusClass = '2xx' | '3xx' | '4xx' | '429' | '5xx' | 'timeout' | 'unavailable' | 'aborted';
 
 export interface GenAiMetrics {
-  tokens: Histogram<GenAiLabel | 'gen_ai_token_type'>;
-  ttft: Histogram<GenAiLabel>;
-  perOutputToken: Histogram<GenAiLabel>;
-  duration: Histogram<GenAiLabel>;
+  tokens: KeyedHistogram<GenAiLabel | 'gen_ai_token_type'>;
+  ttft: KeyedHistogram<GenAiLabel>;
+  perOutputToken: KeyedHistogram<GenAiLabel>;
+  duration: KeyedHistogram<GenAiLabel>;
   creditsCharged: Counter<'model' | 'group' | 'kind'>;
   creditsRefunded: Counter<'model' | 'group' | 'kind'>;
   requests: Counter<'route' | 'model' | 'group' | 'outcome' | 'reason'>;
-  upstreamDuration: Histogram<'backend' | 'gen_ai_provider_name' | 'status_class'>;
+  upstreamDuration: KeyedHistogram<'backend' | 'gen_ai_provider_name' | 'status_class'>;
   upstreamRequests: Counter<'backend' | 'gen_ai_provider_name' | 'status_class'>;
   failovers: Counter<'model' | 'backend'>;
   taskDuration: Histogram<'kind' | 'status'>;
@@ -42,33 +43,29 @@ const TASK_BUCKETS = [1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600];
 export function genAiMetrics(registry: Registry): GenAiMetrics {
   const registers = [registry];
   return {
-    tokens: new Histogram({
+    tokens: new KeyedHistogram(registry, {
       name: 'gen_ai_client_token_usage',
       help: 'Tokens used per chat request, by token type (input, output); input includes cached input',
       labelNames: [...GENAI_LABELS, 'gen_ai_token_type'] as const,
       buckets: TOKEN_BUCKETS,
-      registers,
     }),
-    ttft: new Histogram({
+    ttft: new KeyedHistogram(registry, {
       name: 'gen_ai_server_time_to_first_token_seconds',
       help: "Time from the request's arrival to the first streamed byte sent to the client",
       labelNames: GENAI_LABELS,
       buckets: TTFT_BUCKETS,
-      registers,
     }),
-    perOutputToken: new Histogram({
+    perOutputToken: new KeyedHistogram(registry, {
       name: 'gen_ai_server_time_per_output_token_seconds',
       help: 'Streamed requests: time after the first token divided by the output tokens after the first',
       labelNames: GENAI_LABELS,
       buckets: TPOT_BUCKETS,
-      registers,
     }),
-    duration: new Histogram({
+    duration: new KeyedHistogram(registry, {
       name: 'gen_ai_server_request_duration_seconds',
       help: 'Chat requests that reached an upstream: time from arrival to settlement',
       labelNames: GENAI_LABELS,
       buckets: DURATION_BUCKETS,
-      registers,
     }),
     creditsCharged: new Counter({
       name: 'tollgate_credits_charged_total',
@@ -88,12 +85,11 @@ export function genAiMetrics(registry: Registry): GenAiMetrics {
       labelNames: ['route', 'model', 'group', 'outcome', 'reason'] as const,
       registers,
     }),
-    upstreamDuration: new Histogram({
+    upstreamDuration: new KeyedHistogram(registry, {
       name: 'tollgate_upstream_request_duration_seconds',
       help: "Upstream calls of chat requests: time to the upstream's response head (or its failure), by backend and status class",
       labelNames: ['backend', 'gen_ai_provider_name', 'status_class'] as const,
       buckets: UPSTREAM_BUCKETS,
-      registers,
     }),
     upstreamRequests: new Counter({
       name: 'tollgate_upstream_requests_total',
@@ -178,13 +174,21 @@ function count(states: BackendState[], pred: (b: BackendState) => boolean): Map<
 
 /** A backend's label: its endpoint (host and base path), which the config names; never a credential. */
 export function backendLabel(baseURL: string): string {
-  try {
-    const u = new URL(baseURL);
-    return (u.host + u.pathname).replace(/\/+$/, '');
-  } catch {
-    return 'invalid';
+  let label = labels.get(baseURL);
+  if (label === undefined) {
+    try {
+      const u = new URL(baseURL);
+      label = (u.host + u.pathname).replace(/\/+$/, '');
+    } catch {
+      label = 'invalid';
+    }
+    // Bounded by the configs seen: a baseURL is config, never a client's input.
+    if (labels.size > 10_000) labels.clear();
+    labels.set(baseURL, label);
   }
+  return label;
 }
+const labels = new Map<string, string>();
 
 export function statusClass(status: number): StatusClass {
   if (status === 429) return '429';

@@ -116,7 +116,7 @@ export function watchUpstream(backend: BackendRef, headers?: Record<string, stri
   const record = (cls: StatusClass, status?: number) => {
     const labels = { backend: label, gen_ai_provider_name: backend.provider, status_class: cls };
     m.upstreamRequests.inc(labels);
-    m.upstreamDuration.observe(labels, Number(process.hrtime.bigint() - started) / 1e9);
+    m.upstreamDuration.at(`${label}\0${backend.provider}\0${cls}`, () => labels).observe(Number(process.hrtime.bigint() - started) / 1e9);
     if (!child) return;
     if (status !== undefined) child.span.setAttribute('http.response.status_code', status);
     const failed = status === undefined || status >= 500 || status === 429;
@@ -131,26 +131,32 @@ export function chatSettled(s: RequestScope | undefined, settled: SettledChat, c
   if (!s?.chat) return;
   s.settled = { ...settled, creditsMicro };
   const m = s.telemetry.metrics;
-  const labels: GenAiLabels = {
-    gen_ai_operation_name: 'chat',
-    gen_ai_request_model: s.chat.model,
-    gen_ai_provider_name: s.backend?.provider ?? '',
-    group: s.chat.group,
-    backend: s.backend?.label ?? '',
-    protocol: s.chat.protocol,
-  };
-  if (creditsMicro > 0n) m.creditsCharged.inc({ model: s.chat.model, group: s.chat.group, kind: 'chat' }, Number(creditsMicro) / 1e6);
+  const model = s.chat.model;
+  const provider = s.backend?.provider ?? '';
+  const backend = s.backend?.label ?? '';
+  const { group, protocol } = s.chat;
+  if (creditsMicro > 0n) m.creditsCharged.inc({ model, group, kind: 'chat' }, Number(creditsMicro) / 1e6);
   // A request no upstream call reached has no GenAI numbers to give.
   if (s.attempts === 0) return;
-  m.duration.observe(labels, settled.latencyMs / 1000);
+  // One key per request for every GenAI series (the label values joined; NUL is in none of them).
+  const key = `${model}\0${provider}\0${group}\0${backend}\0${protocol}`;
+  const labels = (): GenAiLabels => ({
+    gen_ai_operation_name: 'chat',
+    gen_ai_request_model: model,
+    gen_ai_provider_name: provider,
+    group,
+    backend,
+    protocol,
+  });
+  m.duration.at(key, labels).observe(settled.latencyMs / 1000);
   if (settled.usage) {
-    m.tokens.observe({ ...labels, gen_ai_token_type: 'input' }, settled.usage.inputTokens);
-    m.tokens.observe({ ...labels, gen_ai_token_type: 'output' }, settled.usage.outputTokens);
+    m.tokens.at(`${key}\0input`, () => ({ ...labels(), gen_ai_token_type: 'input' })).observe(settled.usage.inputTokens);
+    m.tokens.at(`${key}\0output`, () => ({ ...labels(), gen_ai_token_type: 'output' })).observe(settled.usage.outputTokens);
   }
   if (settled.ttftMs !== undefined) {
-    m.ttft.observe(labels, settled.ttftMs / 1000);
+    m.ttft.at(key, labels).observe(settled.ttftMs / 1000);
     const tpot = timePerOutputToken(settled.latencyMs, settled.ttftMs, settled.usage?.outputTokens ?? 0);
-    if (tpot !== undefined) m.perOutputToken.observe(labels, tpot);
+    if (tpot !== undefined) m.perOutputToken.at(key, labels).observe(tpot);
   }
 }
 
