@@ -118,6 +118,12 @@ const EnvSchema = z.object({
   TOLLGATE_S3_ENDPOINT: text,
   TOLLGATE_S3_PREFIX: text,
   TOLLGATE_S3_FORCE_PATH_STYLE: flag,
+
+  TOLLGATE_LEDGER_CHECK_SECONDS: seconds('TOLLGATE_LEDGER_CHECK_SECONDS'),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: text,
+  OTEL_EXPORTER_OTLP_ENDPOINT: text,
+  OTEL_SERVICE_NAME: text,
+  OTEL_BSP_SCHEDULE_DELAY: millis('OTEL_BSP_SCHEDULE_DELAY'),
 });
 
 /** Only what is set: each consumer fills the rest from its own defaults. */
@@ -166,6 +172,19 @@ function fromEnv(e: z.infer<typeof EnvSchema>, env: Env) {
           ...(e.TOLLGATE_S3_FORCE_PATH_STYLE ? { forcePathStyle: true } : {}),
         }
       : undefined,
+    observability: {
+      /** How often each proxy checks that balances and holds equal their ledger rows (tollgate_ledger_inconsistencies). */
+      ledgerCheckMs: e.TOLLGATE_LEDGER_CHECK_SECONDS ?? 600_000,
+      /**
+       * Where spans are sent (OTLP over HTTP, e.g. http://collector:4318/v1/traces); tracing is off
+       * when neither variable is set. OTEL_EXPORTER_OTLP_ENDPOINT is the collector's base URL.
+       */
+      otlpTracesEndpoint:
+        e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? (e.OTEL_EXPORTER_OTLP_ENDPOINT ? `${e.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/+$/, '')}/v1/traces` : undefined),
+      serviceName: e.OTEL_SERVICE_NAME ?? 'tollgate',
+      /** How long finished spans wait to be sent in one batch (ms). */
+      traceBatchMs: e.OTEL_BSP_SCHEDULE_DELAY ?? 2000,
+    },
     /**
      * Upstream credentials given as `{env: NAME}` in a ModelRoute: looked up by name in the
      * environment captured at start (never logged).

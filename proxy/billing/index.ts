@@ -21,4 +21,5 @@ export {
   type AccountState,
   type HoldInput,
 } from './ledger.js';
+export { chatCost } from './pricing.js';
 export { listUsage, parseUsageQuery, MAX_USAGE_LIMIT, type UsageQuery } from './usage.js';

@@ -11,6 +11,9 @@ import { createMetrics } from '../metrics/index.js';
 import { DEFAULT_BODY_LIMIT, DEFAULT_BODY_TIMEOUT_MS } from '../http/body.js';
 import type { Feature, GatewayDeps, GatewayOptions } from '../http/deps.js';
 import { createHandler } from './pipeline.js';
+import { Telemetry } from '../metrics/telemetry.js';
+import { Tracing } from '../metrics/tracing.js';
+import { backendStates, observedBilling, startLedgerCheck } from './observe.js';
 import { sendError } from './render.js';
 import { GatewayError } from '../../kernel/errors.js';
 import { createLogger, type Logger } from '../../kernel/log.js';
@@ -98,13 +101,25 @@ export async function startGateway(opts: StartOptions): Promise<Gateway> {
   const limiter = new RateLimiter(
     opts.redisUrl ? new RedisCounter(new Redis(opts.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 2 })) : new MemoryCounter(),
   );
+  const cooldowns = new Cooldowns();
+  const obs = settings.observability;
+  const tracing = obs.otlpTracesEndpoint
+    ? new Tracing({ endpoint: obs.otlpTracesEndpoint, serviceName: obs.serviceName, batchDelayMs: obs.traceBatchMs })
+    : undefined;
+  const telemetry = new Telemetry(
+    metrics.registry,
+    log,
+    backendStates(() => runtime, cooldowns),
+    tracing,
+  );
   const base = {
     store,
     log,
     registry: metrics.registry,
+    telemetry,
     config: () => runtime,
     options,
-    cooldowns: new Cooldowns(),
+    cooldowns,
     limiter,
     settings,
     upstreamAgent: createUpstreamAgent(),
@@ -113,7 +128,7 @@ export async function startGateway(opts: StartOptions): Promise<Gateway> {
   let features: ReturnType<FeatureFactory>[];
   try {
     // Opening billing opens its journal, which another live process may hold.
-    deps = { ...base, billing: opts.billing(base) };
+    deps = { ...base, billing: observedBilling(opts.billing(base)) };
     const d = deps;
     features = opts.features.map((f) => f(d));
   } catch (err) {
@@ -159,7 +174,7 @@ export async function startGateway(opts: StartOptions): Promise<Gateway> {
 
   // The API admits requests only once every port is bound and every feature started.
   let open = false;
-  const handleApi = createHandler({ routes: apiRoutes, config: () => runtime, log, metrics, limiter, bodyLimit, bodyTimeoutMs });
+  const handleApi = createHandler({ routes: apiRoutes, config: () => runtime, log, metrics, telemetry, limiter, bodyLimit, bodyTimeoutMs });
   const api = createServer((req, res) => {
     if (open) return handleApi(req, res);
     req.resume();
@@ -172,6 +187,8 @@ export async function startGateway(opts: StartOptions): Promise<Gateway> {
   const started: typeof features = [];
   let closing = false;
   let closed: Promise<void> | undefined;
+  // Stopped by close(), also when the start fails below.
+  const ledgerCheck = startLedgerCheck(store, metrics.registry, log, settings.observability.ledgerCheckMs);
   const close = () =>
     (closed ??= (async () => {
       closing = true;
@@ -179,6 +196,7 @@ export async function startGateway(opts: StartOptions): Promise<Gateway> {
       api.closeIdleConnections();
       await inflight.drain(opts.shutdownGraceMs ?? 30_000);
       api.closeAllConnections();
+      await ledgerCheck.stop();
       for (const f of started) await f.stop?.().catch((err: Error) => log.error('feature stop failed', { error: err.message }));
       await billing.close().catch((err: Error) => log.error('billing close failed', { error: err.message }));
       await opts.source.stop();
@@ -188,6 +206,7 @@ export async function startGateway(opts: StartOptions): Promise<Gateway> {
       admin.close();
       admin.closeAllConnections();
       if (ownStore) await store.close();
+      await tracing?.shutdown().catch((err: Error) => log.warn('trace export failed at shutdown', { error: err.message }));
       log.info('gateway stopped');
     })());
 

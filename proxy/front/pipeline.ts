@@ -4,6 +4,7 @@ import { authenticate } from '../auth/keys.js';
 import type { RateLimiter } from '../auth/rate-limit.js';
 import type { RuntimeConfig } from '../config/runtime.js';
 import type { GatewayMetrics } from '../metrics/index.js';
+import type { Telemetry } from '../metrics/telemetry.js';
 import { badRequest, GatewayError } from '../../kernel/errors.js';
 import { unstorable } from '../../kernel/storable.js';
 import type { Logger } from '../../kernel/log.js';
@@ -20,6 +21,8 @@ export interface HandlerOptions {
   /** How long a request body may take to arrive (408 past it). */
   bodyTimeoutMs: number;
   metrics?: GatewayMetrics;
+  /** GenAI metrics and the access log (the API port). */
+  telemetry?: Telemetry;
   /** Required for auth: 'admin' routes. */
   adminToken?: string;
   /** Applies the key's group rate limits to POST routes (the metered ones). */
@@ -49,6 +52,22 @@ export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res:
     const m = router.match(method, path);
 
     let routeName = 'unmatched';
+    let errorCode: string | undefined;
+    let ctxOf: RequestContext | undefined;
+    const scope = opts.telemetry?.begin(requestId, method, req.headers);
+    if (scope) {
+      res.once('close', () =>
+        opts.telemetry!.end(scope, {
+          method,
+          route: routeName,
+          status: res.statusCode,
+          ...(errorCode ? { errorCode } : {}),
+          clientGone: !res.writableFinished,
+          ...(ctxOf?.key ? { keyName: ctxOf.key.name, group: ctxOf.key.group.name } : {}),
+          latencyMs: Number(process.hrtime.bigint() - startedAt) / 1e6,
+        }),
+      );
+    }
     if (opts.metrics) {
       const { requests, duration } = opts.metrics;
       res.once('close', () => {
@@ -68,6 +87,7 @@ export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res:
           : new GatewayError('method_not_allowed', `${method} is not allowed on ${path}; use ${m.allowed.join(', ')}`);
       if (m) res.setHeader('allow', m.allowed.join(', '));
       req.resume();
+      errorCode = err.code;
       sendError(res, err, shapeForPath(path), requestId);
       return;
     }
@@ -81,6 +101,7 @@ export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res:
     });
 
     const fail = (err: unknown) => {
+      errorCode = err instanceof GatewayError ? err.code : 'internal_error';
       if (err instanceof GatewayError) {
         sendError(res, err, shape, requestId);
         return;
@@ -109,6 +130,7 @@ export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res:
         log: opts.log,
         shape,
       };
+      ctxOf = ctx;
       checkStorable(ctx);
       const admitKey = async () => {
         const key = (ctx.key = authenticate(req, config!));
@@ -129,7 +151,7 @@ export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res:
       else if (route.auth === 'key-after-body') ctx.admitKey = admitKey;
       await route.handler(ctx);
     };
-    run().catch((err: unknown) => {
+    (scope ? opts.telemetry!.run(scope, run) : run()).catch((err: unknown) => {
       req.resume();
       fail(err);
     });

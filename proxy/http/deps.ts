@@ -7,6 +7,7 @@ import type { RuntimeConfig } from '../config/runtime.js';
 import type { Store } from '../store/index.js';
 import type { Cooldowns } from '../upstreams/index.js';
 import type { Logger } from '../../kernel/log.js';
+import type { Telemetry } from '../metrics/telemetry.js';
 
 /** Settings every feature may read; set by `tollgate serve` flags and environment. */
 export interface GatewayOptions {
@@ -31,6 +32,8 @@ export interface GatewayDeps {
   log: Logger;
   billing: Billing;
   registry: Registry;
+  /** GenAI and request metrics shared by the features (absent where a gateway is not composed by startGateway). */
+  telemetry?: Telemetry;
   /** Backends cooling down after failures: this gateway's own, shared by chat and tasks. */
   cooldowns: Cooldowns;
   /** Group rate limits; chat reports the tokens each request used. */

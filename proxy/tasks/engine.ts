@@ -41,7 +41,8 @@ export interface EngineDeps {
   /** This replica's worker identity (lease owner). */
   owner: string;
   /** After a terminal transition committed: wake the webhook worker, count it. */
-  onTerminal(task: TaskRow, status: Terminal['status']): void;
+  /** `chargedMicro`: what a succeeded task was charged (a failed or cancelled one is refunded its hold). */
+  onTerminal(task: TaskRow, status: Terminal['status'], chargedMicro?: bigint): void;
 }
 
 /** An upstream task created at submission (see startUpstream), to be recorded with the new row. */
@@ -425,7 +426,7 @@ export class TaskEngine {
         status: t.status,
         ...(t.status !== 'succeeded' ? { code: t.code } : {}),
       });
-      this.d.onTerminal(before, t.status);
+      this.d.onTerminal(before, t.status, t.status === 'succeeded' ? t.chargedMicro : undefined);
     }
     return before;
   }

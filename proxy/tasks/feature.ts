@@ -22,6 +22,9 @@ import { getTask } from './store.js';
 import { videoKind } from './videos/pricing.js';
 import { videoRoutes } from './videos/routes.js';
 import { createTaskWorker } from './worker.js';
+import { backlogGauges } from '../metrics/backlog.js';
+import { readBacklog } from './backlog.js';
+import { taskEnded } from './observe.js';
 
 /**
  * Asynchronous tasks: the image and video endpoints, result files, the task worker and the webhook
@@ -67,6 +70,8 @@ export function tasksFeature(overrides: Partial<TaskSettings> = {}) {
       registers: [deps.registry],
     });
 
+    backlogGauges(deps.registry, () => readBacklog(store));
+
     const media = new MediaFetcher(policy(), settings.mediaMaxBytes);
     const delivery = createDeliveryWorker({
       store,
@@ -90,8 +95,9 @@ export function tasksFeature(overrides: Partial<TaskSettings> = {}) {
       settings,
       kinds: { image: imageKind, video: videoKind },
       owner,
-      onTerminal: (task, status) => {
+      onTerminal: (task, status, chargedMicro) => {
         finished.inc({ kind: task.kind, status });
+        if (deps.telemetry) taskEnded(deps.telemetry.metrics, task, status, chargedMicro);
         if (task.webhookUrl) delivery.wake();
       },
     });

@@ -1,5 +1,6 @@
 import { Agent, type Dispatcher } from 'undici';
 import type { CompiledBackend } from './types.js';
+import { watchUpstream } from '../metrics/telemetry.js';
 
 /**
  * The undici Agent a gateway reaches every upstream with (one per gateway, closed with it): it
@@ -68,8 +69,9 @@ export function classify(err: unknown, signal?: AbortSignal): UpstreamError {
 
 export async function callUpstream(call: UpstreamCall): Promise<Dispatcher.ResponseData> {
   const t = targetOf(call.backend);
+  const probe = watchUpstream(call.backend, call.headers);
   try {
-    return await call.dispatcher.request({
+    const resp = await call.dispatcher.request({
       origin: t.origin,
       path: t.basePath + call.path,
       method: 'POST',
@@ -79,7 +81,11 @@ export async function callUpstream(call: UpstreamCall): Promise<Dispatcher.Respo
       headersTimeout: call.backend.timeoutMs,
       bodyTimeout: call.backend.timeoutMs,
     });
+    probe.answered(resp.statusCode);
+    return resp;
   } catch (err) {
-    throw classify(err, call.signal);
+    const e = classify(err, call.signal);
+    probe.failed(e.kind);
+    throw e;
   }
 }
