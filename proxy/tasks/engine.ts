@@ -72,7 +72,7 @@ export interface TaskView {
 
 /**
  * Runs one claimed task a step further: submit to the upstream (retrying 429/5xx/connection
- * failures with backoff until the deadline), poll an asynchronous upstream, copy results into
+ * failures a few times with backoff that honours retry-after), poll an asynchronous upstream, copy results into
  * storage, and end the task. Every terminal transition goes through finish(): status, capture
  * or refund, and the webhook in one transaction, exactly once.
  */
@@ -153,7 +153,6 @@ export class TaskEngine {
     };
   }
 
-  /** The first backend (by priority and weight, skipping those cooling down) with a provider for this kind and mode. */
   /**
    * Submits a job through the one failover: each backend of the model that can run the task, in
    * order, until one answers. A retryable refusal (429, 5xx, unreachable) cools its backend and
@@ -202,8 +201,9 @@ export class TaskEngine {
    * Creates the upstream task before the gateway's own task exists, so that a refusal (content
    * policy, invalid input) can be answered to the client as a 400 with nothing held or stored.
    * Returns the pending upstream task to record with the new row; undefined when the upstream
-   * could not be reached or was busy (the worker then submits with backoff, as for images).
-   * A non-retryable refusal throws its ProviderError.
+   * could not be reached in time (the worker then submits with backoff, as for images).
+   * A refusal throws its ProviderError: a 429 or 5xx of the last backend tried too, so the client
+   * gets the upstream's status (and retry-after) with nothing held or stored.
    */
   async startUpstream(p: {
     taskId: string;
@@ -215,8 +215,11 @@ export class TaskEngine {
     signal: AbortSignal;
   }): Promise<UpstreamStart | undefined> {
     const r = await this.submitVia(p.taskId, p.model, p.kind, p.mode, p.job, p.signal);
-    // Unreachable, busy or too slow to answer within the submission: the worker takes it from here.
-    if (!r.submitted) return undefined;
+    if (!r.submitted) {
+      if (r.lastError?.opts.status !== undefined && !p.signal.aborted) throw r.lastError;
+      // Unreachable or too slow to answer within the submission: the worker takes it from here.
+      return undefined;
+    }
     const { backend, provider, ctx, outcome } = r.submitted;
     if (outcome.state === 'failed') throw new ProviderError(false, outcome.code, outcome.message);
     // Only asynchronous providers are started here (every video provider is); one that answered
@@ -254,7 +257,8 @@ export class TaskEngine {
         backend: ref,
         upstreamId: outcome.upstreamId,
         state: outcome.data ?? null,
-        attempts,
+        // From now on attempts counts the polls that failed in a row.
+        attempts: 0,
         ignored,
         pollInMs: this.d.settings.pollIntervalMs,
       });
@@ -283,12 +287,14 @@ export class TaskEngine {
       outcome = await provider.poll(task.upstreamId!, task.upstreamState, ctx);
     } catch (err) {
       if (signal.aborted || !(err instanceof ProviderError)) throw err;
-      if (!err.retryable) return void (await this.fail(task, err.code, err.message, this.d.owner));
-      await reschedule(this.d.store, task.id, this.d.owner, { delayMs: this.backoff(2, err.opts.retryAfterMs), lastError: err.message });
+      const attempts = task.attempts + 1;
+      if (!err.retryable || attempts >= this.d.settings.upstreamMaxAttempts) return void (await this.fail(task, err.code, err.message, this.d.owner));
+      const delayMs = Math.min(this.backoff(attempts, err.opts.retryAfterMs), Math.max(0, task.deadlineAt.getTime() - Date.now()));
+      await reschedule(this.d.store, task.id, this.d.owner, { delayMs, attempts, lastError: err.message });
       return;
     }
     if (outcome.state === 'pending') {
-      await reschedule(this.d.store, task.id, this.d.owner, { delayMs: this.d.settings.pollIntervalMs, lastError: null });
+      await reschedule(this.d.store, task.id, this.d.owner, { delayMs: this.d.settings.pollIntervalMs, lastError: null, attempts: 0 });
       return;
     }
     await this.conclude(task, outcome, provider, ctx, task.ignored);
@@ -301,7 +307,8 @@ export class TaskEngine {
   }
 
   private async retryOrFail(task: TaskRow, err: ProviderError, p: { attempts: number; ignored: string[] }): Promise<void> {
-    if (!err.retryable)
+    // A few tries (settings.upstreamMaxAttempts), then the task fails with the upstream's own reason.
+    if (!err.retryable || p.attempts >= this.d.settings.upstreamMaxAttempts)
       return void (await this.finish(task, { status: 'failed', code: err.code, message: err.message, ignored: p.ignored, attempts: p.attempts }, this.d.owner));
     const delayMs = Math.min(this.backoff(p.attempts, err.opts.retryAfterMs), Math.max(0, task.deadlineAt.getTime() - Date.now()));
     this.d.log.info('task submission will be retried', { task: task.id, attempt: p.attempts, code: err.code, retryInMs: delayMs });
