@@ -21,4 +21,4 @@ export {
   type AccountState,
   type HoldInput,
 } from './ledger.js';
-export { listUsage, parseUsageQuery, MAX_USAGE_LIMIT, type UsageQuery } from './usage.js';
+export { listUsage, parseUsageQuery, recordTaskUsage, MAX_USAGE_LIMIT, type TaskUsage, type UsageQuery } from './usage.js';

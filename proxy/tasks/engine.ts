@@ -1,7 +1,7 @@
 import type { Dispatcher } from 'undici';
 import { Readable } from 'node:stream';
 import type { CompiledBackend } from '../../api/snapshot/index.js';
-import { capture, release } from '../billing/index.js';
+import { capture, recordTaskUsage, release } from '../billing/index.js';
 import type { RuntimeConfig } from '../config/runtime.js';
 import type { Logger } from '../../kernel/log.js';
 import type { Store } from '../store/index.js';
@@ -355,7 +355,11 @@ export class TaskEngine {
     // What the upstream reported wins over what the files say.
     const usage = { ...measured, ...outcome.usage };
     const chargedMicro = kind.charge(task, { outputs: results.length, usage });
-    const done = await this.finish(task, { status: 'succeeded', results, usage, chargedMicro, ignored, ...(attempts ? { attempts } : {}) }, this.d.owner);
+    const billed = kind.billed(task, { outputs: results.length, usage });
+    const done = await this.finish(task, { status: 'succeeded', results, usage, chargedMicro, ignored, ...(attempts ? { attempts } : {}) }, this.d.owner, {
+      billed,
+      upstreamModel: ctx.backend.model,
+    });
     if (!done) await this.discard(results);
   }
 
@@ -410,7 +414,12 @@ export class TaskEngine {
    * hold, and the webhook in the outbox, committed together. Undefined when the task had already
    * ended (or `owner` lost its lease): nothing is charged, refunded or sent twice.
    */
-  async finish(task: TaskRow, t: Terminal, owner: string | null): Promise<TaskRow | undefined> {
+  async finish(
+    task: TaskRow,
+    t: Terminal,
+    owner: string | null,
+    ran?: { billed: { images?: number; seconds?: number }; upstreamModel: string },
+  ): Promise<TaskRow | undefined> {
     const body = task.webhookUrl ? Buffer.from(JSON.stringify(await this.payload(task, t))) : undefined;
     const before = await this.d.store.tx(async (q) => {
       const row = await markTerminal(q, task.id, owner, t);
@@ -418,6 +427,23 @@ export class TaskEngine {
       const meta = { task: row.id, model: row.model, key: row.keyName };
       if (t.status === 'succeeded') await capture(q, { holdId: row.holdId, amount: t.chargedMicro, meta });
       else await release(q, { holdId: row.holdId, kind: 'refund', meta: { ...meta, reason: t.code } });
+      // The charge or the refund as a usage record, beside chat's (GET /v1/usage, the admin API, the CLI).
+      const ok = t.status === 'succeeded';
+      await recordTaskUsage(q, {
+        taskId: row.id,
+        kind: row.kind,
+        keyName: row.keyName,
+        keyHash: row.keyHash,
+        account: row.account,
+        group: row.group,
+        model: row.model,
+        upstreamModel: ran?.upstreamModel ?? row.backend?.model ?? '',
+        status: t.status,
+        credits: ok ? t.chargedMicro : 0n,
+        refunded: ok ? 0n : row.holdMicro,
+        ...(ok ? ran?.billed : row.kind === 'image' ? { images: 0 } : { seconds: 0 }),
+        createdAt: row.createdAt,
+      });
       if (body && row.webhookUrl && row.webhookSecret) {
         await enqueueDelivery(q, { taskId: row.id, url: row.webhookUrl, body, signature: signBody(row.webhookSecret, body) });
       }

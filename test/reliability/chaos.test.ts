@@ -154,7 +154,7 @@ for (const { name, make } of serveTargets('tollgate-chaos-')) {
         const state = await accountState(store, 'acct');
         expect(state.held).toBe(0n);
         const usage = await store.query<{ request_id: string; n: string; credits: string }>(
-          "SELECT request_id, COUNT(*)::text AS n, SUM(credits)::text AS credits FROM usage_records WHERE account = 'acct' GROUP BY request_id",
+          "SELECT request_id, COUNT(*)::text AS n, SUM(credits)::text AS credits FROM usage_records WHERE account = 'acct' AND kind = 'chat' GROUP BY request_id",
         );
         const charged = new Map(usage.rows.map((r) => [r.request_id, Number(r.n)]));
         for (const id of out.complete) expect(charged.get(id), id).toBe(1);
