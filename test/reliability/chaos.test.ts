@@ -167,6 +167,13 @@ for (const { name, make } of serveTargets('tollgate-chaos-')) {
         const chatCredits = usage.rows.reduce((a, r) => a + BigInt(r.credits), 0n);
         const taskCredits = tasks.rows.reduce((a, r) => a + (r.status === 'succeeded' ? BigInt(r.charged ?? '0') : 0n), 0n);
         expect(state.balance).toBe(GRANT - chatCredits - taskCredits);
+        // Every ended task has one usage record, and those records add up to the tasks' charges.
+        const taskUsage = await store.query<{ task_id: string; n: number; credits: string }>(
+          "SELECT task_id, COUNT(*)::int AS n, SUM(credits)::text AS credits FROM usage_records WHERE account = 'acct' AND kind <> 'chat' GROUP BY task_id",
+        );
+        const recorded = new Map(taskUsage.rows.map((r) => [r.task_id, r.n]));
+        for (const id of out.tasks) expect(recorded.get(id), id).toBe(1);
+        expect(taskUsage.rows.reduce((a, r) => a + BigInt(r.credits), 0n)).toBe(taskCredits);
       } finally {
         await store.close();
       }
