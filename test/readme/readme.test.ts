@@ -179,11 +179,11 @@ describe('the README, walked against npm start', () => {
   it('the webhook receiver got the signed deliveries of the image and video examples', async () => {
     await until(
       async () => (/\/hooks\/images \S+ succeeded/.test(receiverLog) && /\/hooks\/videos \S+ succeeded/.test(receiverLog) ? true : undefined),
-      30_000,
+      45_000,
       `the deliveries (receiver said: ${receiverLog})`,
     );
     expect(receiverLog).not.toMatch(/Error/);
-  });
+  }, 60_000);
 
   it('runs every JS snippet as a file, as the README says to', async () => {
     const snippets = blocks.filter((b) => b.lang === 'js' && !b.code.includes('createServer'));
