@@ -105,7 +105,7 @@ for (const sc of storeCases()) {
       const sub = await images.submit('/v1/images/generations', { model: 'img', prompt: 'fragile [sim:500]' });
       const done = await images.until(sub.json.id);
       expect(done).toMatchObject({ status: 'failed', error: { code: 'upstream_error', message: expect.stringContaining('had an error while processing') } });
-      expect(Date.now() - started).toBeLessThan(5_000);
+      expect(Date.now() - started).toBeLessThan(10_000); // the deadline is 10 minutes
       expect(t.sim.recorder.find('fragile [sim:500]')).toHaveLength(ATTEMPTS);
       expect(await ledgerKinds(t.store, sub.json.id)).toEqual(['hold', 'refund']);
     });
