@@ -32,7 +32,11 @@ export class GatewayError extends Error {
   constructor(
     readonly code: ErrorCode,
     message: string,
-    readonly opts: { param?: string; retryAfterSeconds?: number } = {},
+    readonly opts: {
+      param?: string;
+      retryAfterSeconds?: number;
+      /** An upstream's 429 or 5xx passed on as it was (task submissions). */ upstreamStatus?: number;
+    } = {},
   ) {
     super(message);
     this.name = 'GatewayError';

@@ -23,10 +23,19 @@ describe('readSettings', () => {
       TOLLGATE_RESULT_URL_TTL_SECONDS: '3600',
       TOLLGATE_WEBHOOK_RETRY_SCHEDULE: '1, 5,30',
       TOLLGATE_TASK_CONCURRENCY: '3',
+      TOLLGATE_TASK_RETRY_ATTEMPTS: '6',
       TOLLGATE_S3_BUCKET: 'results',
       TOLLGATE_S3_FORCE_PATH_STYLE: 'true',
     });
-    expect(s.tasks).toEqual({ leaseMs: 2000, videoDeadlineMs: 90_000, resultUrlTtlSeconds: 3600, webhookRetryScheduleS: [1, 5, 30], concurrency: 3 });
+    expect(s.tasks).toEqual({
+      leaseMs: 2000,
+      videoDeadlineMs: 90_000,
+      resultUrlTtlSeconds: 3600,
+      webhookRetryScheduleS: [1, 5, 30],
+      concurrency: 3,
+      upstreamMaxAttempts: 6,
+    });
+    expect(() => readSettings({ TOLLGATE_TASK_RETRY_ATTEMPTS: '0' })).toThrow('TOLLGATE_TASK_RETRY_ATTEMPTS must be a positive integer, got "0"');
     expect(s.s3).toEqual({ bucket: 'results', forcePathStyle: true });
     expect(readSettings({}).s3).toBeUndefined();
   });

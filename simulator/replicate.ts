@@ -16,6 +16,7 @@ import { simId } from './text.js';
  * prediction fail; [sim:429] and [sim:500] refuse the creation. A prediction whose input has a
  * `duration` is a video: its output is one MP4 URL of that many seconds (3/4 of them with
  * [sim:short]); [sim:blocked] fails it as flagged content (E005), as Replicate does.
+ * [sim:poll500] makes every GET of the prediction answer 500 (an upstream failing after acceptance).
  */
 interface Prediction {
   id: string;
@@ -144,6 +145,7 @@ export const replicateRoutes: SimRoute[] = [
     path: '/v1/predictions/:id',
     handler: (r) => {
       const p = find(r);
+      if (p && String(p.input.prompt).includes('[sim:poll500]')) return problem(r, 500, 'Internal server error', 'prediction status unavailable (simulated)');
       if (p) sendJson(r, 200, view(r.sim, p));
     },
   },

@@ -42,7 +42,7 @@ export const command: Command = {
   summary: 'grant credits, read an account, list usage (through the admin API)',
   usage: `Usage: tollgate credits grant ACCOUNT CREDITS [--idempotency-key K] [--note TEXT]
        tollgate credits balance ACCOUNT
-       tollgate credits usage [--account A] [--key NAME] [--model M] [--since T] [--until T] [--limit N] [--cursor C] [--json]
+       tollgate credits usage [--account A] [--key NAME] [--model M] [--kind chat|image|video] [--since T] [--until T] [--limit N] [--cursor C] [--json]
 
   CREDITS is a decimal number of credits, e.g. 10.5 (at most 6 places).
   --idempotency-key K   a retried grant with the same key changes nothing (default: a new random key)
@@ -64,6 +64,7 @@ Prints JSON: the account after a grant, the account for balance, a page of usage
         account: { type: 'string' },
         key: { type: 'string' },
         model: { type: 'string' },
+        kind: { type: 'string' },
         since: { type: 'string' },
         until: { type: 'string' },
         limit: { type: 'string' },
@@ -77,7 +78,7 @@ Prints JSON: the account after a grant, the account for balance, a page of usage
       token: values['admin-token'] ?? readSettingsOrExit(process.env).adminToken ?? QUICKSTART_TOKEN,
     };
     const onlyFor = (allowed: string[]) => {
-      for (const f of ['idempotency-key', 'note', 'account', 'key', 'model', 'since', 'until', 'limit', 'cursor', 'json'] as const) {
+      for (const f of ['idempotency-key', 'note', 'account', 'key', 'model', 'kind', 'since', 'until', 'limit', 'cursor', 'json'] as const) {
         if (values[f] !== undefined && !allowed.includes(f)) throw new UsageError(`--${f} does not apply to "credits ${sub}"`);
       }
     };
@@ -103,10 +104,10 @@ Prints JSON: the account after a grant, the account for balance, a page of usage
       return 0;
     }
     if (sub === 'usage') {
-      onlyFor(['account', 'key', 'model', 'since', 'until', 'limit', 'cursor', 'json']);
+      onlyFor(['account', 'key', 'model', 'kind', 'since', 'until', 'limit', 'cursor', 'json']);
       if (positionals.length) throw new UsageError(`unexpected argument "${positionals[0]}"`);
       const q = new URLSearchParams();
-      for (const f of ['account', 'key', 'model', 'since', 'until', 'limit', 'cursor'] as const) if (values[f] !== undefined) q.set(f, values[f]);
+      for (const f of ['account', 'key', 'model', 'kind', 'since', 'until', 'limit', 'cursor'] as const) if (values[f] !== undefined) q.set(f, values[f]);
       const out = await call(c, 'GET', `/admin/v1/usage${q.size ? `?${q.toString()}` : ''}`);
       if (values.json) {
         console.log(JSON.stringify(out));
@@ -120,11 +121,15 @@ Prints JSON: the account after a grant, the account for balance, a page of usage
             r.key,
             r.model,
             r.status,
-            `in=${String(r.input_tokens)}`,
-            `out=${String(r.output_tokens)}`,
-            `credits=${String(r.credits)}`,
-            r.usage,
-            r.request_id,
+            // A task's record: what it was charged for (images, seconds) or refunded, and its id.
+            ...(r.kind === 'image' || r.kind === 'video'
+              ? [
+                  r.kind === 'image' ? `images=${String(r.images)}` : `seconds=${String(r.seconds)}`,
+                  `credits=${String(r.credits)}`,
+                  `refunded=${String(r.refunded_credits)}`,
+                  r.task_id,
+                ]
+              : [`in=${String(r.input_tokens)}`, `out=${String(r.output_tokens)}`, `credits=${String(r.credits)}`, r.usage, r.request_id]),
           ].join('  '),
         );
       }

@@ -71,7 +71,10 @@ export const command: Command = {
 
     const source: ConfigSource = values['config-from']
       ? await grpcSource(values['config-from'], values['discovery-ca'], settings, log)
-      : new FolderConfigSource(quickstart ? QUICKSTART_DIR : values.config!, log);
+      : quickstart
+        ? // The quickstart's routes name the simulator at its default address; --simulator-port moves them with it.
+          new FolderConfigSource(QUICKSTART_DIR, log, { rewrite: (text) => text.replaceAll('http://127.0.0.1:8090', simulator!.url) })
+        : new FolderConfigSource(values.config!, log);
 
     const databaseUrl = values['database-url'] ?? settings.databaseUrl;
     const redisUrl = values['redis-url'] ?? settings.redisUrl;

@@ -22,4 +22,4 @@ export {
   type HoldInput,
 } from './ledger.js';
 export { chatCost } from './pricing.js';
-export { listUsage, parseUsageQuery, MAX_USAGE_LIMIT, type UsageQuery } from './usage.js';
+export { listUsage, parseUsageQuery, recordTaskUsage, MAX_USAGE_LIMIT, type TaskUsage, type UsageQuery } from './usage.js';

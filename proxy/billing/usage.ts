@@ -8,6 +8,8 @@ export interface UsageQuery {
   keyName?: string;
   keyHash?: string;
   model?: string;
+  /** chat, image or video. */
+  kind?: string;
   since?: Date;
   until?: Date;
   limit: number;
@@ -25,7 +27,9 @@ function time(v: string, param: string): Date {
   return d;
 }
 
-/** Parses ?account=&key=&model=&since=&until=&limit=&cursor= (400 on a bad value). */
+const KINDS = ['chat', 'image', 'video'];
+
+/** Parses ?account=&key=&model=&kind=&since=&until=&limit=&cursor= (400 on a bad value). */
 export function parseUsageQuery(q: URLSearchParams): UsageQuery {
   const out: UsageQuery = { limit: 100 };
   const s = (n: string) => {
@@ -38,6 +42,11 @@ export function parseUsageQuery(q: URLSearchParams): UsageQuery {
   if (account) out.account = account;
   if (key) out.keyName = key;
   if (model) out.model = model;
+  const kind = s('kind');
+  if (kind !== undefined) {
+    if (!KINDS.includes(kind)) throw badRequest(`kind must be one of ${KINDS.join(', ')}`, 'kind');
+    out.kind = kind;
+  }
   const since = s('since');
   const until = s('until');
   if (since) out.since = time(since, 'since');
@@ -71,6 +80,7 @@ export async function listUsage(q: Queryable, f: UsageQuery): Promise<{ data: Re
   if (f.keyName) add('key_name = ?', f.keyName);
   if (f.keyHash) add('key_hash = ?', f.keyHash);
   if (f.model) add('model = ?', f.model);
+  if (f.kind) add('kind = ?', f.kind);
   if (f.since) add('created_at >= ?', f.since.toISOString());
   if (f.until) add('created_at < ?', f.until.toISOString());
   if (f.before !== undefined) add('id < ?', f.before.toString());
@@ -111,5 +121,65 @@ export function view(r: Record<string, unknown>): Record<string, unknown> {
     http_status: num(r.http_status),
     latency_ms: num(r.latency_ms),
     ttft_ms: r.ttft_ms === null || r.ttft_ms === undefined ? null : num(r.ttft_ms),
+    kind: r.kind ?? 'chat',
+    task_id: r.task_id ?? null,
+    images: r.images === null || r.images === undefined ? null : num(r.images),
+    seconds: r.seconds === null || r.seconds === undefined ? null : num(r.seconds),
+    refunded_credits: fromMicro(BigInt((r.refunded_credits as string | bigint | undefined) ?? 0)),
   };
+}
+
+/** What an image or video task's usage record says when the task ends. */
+export interface TaskUsage {
+  taskId: string;
+  kind: 'image' | 'video';
+  keyName: string;
+  keyHash: string;
+  account: string;
+  group: string;
+  model: string;
+  /** The upstream model that ran it; empty when none was reached. */
+  upstreamModel: string;
+  status: 'succeeded' | 'failed' | 'cancelled';
+  /** Micro-credits captured (0 for a failed or cancelled task). */
+  credits: bigint;
+  /** Micro-credits of the hold given back by a refund (failure, cancel). */
+  refunded: bigint;
+  /** Images charged (image tasks) or seconds charged (video tasks): 0 when refunded. */
+  images?: number;
+  seconds?: number;
+  createdAt: Date;
+}
+
+/**
+ * The usage record of a task's charge or refund, written in the transaction that ends the task
+ * (so it exists exactly when the money moved). Its operation id is the task's hold id: a replay
+ * writes nothing.
+ */
+export async function recordTaskUsage(q: Queryable, u: TaskUsage): Promise<void> {
+  await q.query(
+    `INSERT INTO usage_records (operation_id, request_id, key_name, key_hash, account, group_name, model, upstream_model, protocol,
+                                input_tokens, cached_input_tokens, cache_write_tokens, output_tokens, reasoning_tokens, credits,
+                                usage_source, status, http_status, latency_ms, kind, task_id, images, seconds, refunded_credits)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 0, 0, 0, 0, 0, $10, 'reported', $11, 200, $12, $13, $2, $14, $15, $16)
+     ON CONFLICT (operation_id) DO NOTHING`,
+    [
+      `task:${u.taskId}`,
+      u.taskId,
+      u.keyName,
+      u.keyHash,
+      u.account,
+      u.group,
+      u.model,
+      u.upstreamModel,
+      u.kind === 'image' ? 'images' : 'videos',
+      u.credits.toString(),
+      u.status,
+      Math.min(2_147_483_647, Math.max(0, Date.now() - u.createdAt.getTime())),
+      u.kind,
+      u.images ?? null,
+      u.seconds ?? null,
+      u.refunded.toString(),
+    ],
+  );
 }

@@ -9,13 +9,14 @@ import { emptiedBy } from './safety.js';
 import type { ConfigSource } from './source.js';
 
 /** Reads every *.yaml / *.yml below a folder (multi-document), parse errors named by file and document. */
-export async function loadManifests(dir: string): Promise<{ resources: RawResource[]; errors: CompileError[] }> {
+export async function loadManifests(dir: string, rewrite?: (text: string) => string): Promise<{ resources: RawResource[]; errors: CompileError[] }> {
   const resources: RawResource[] = [];
   const errors: CompileError[] = [];
   const files = (await readdir(dir, { recursive: true })).filter((f) => /\.ya?ml$/i.test(f)).sort();
   for (const file of files) {
     const path = join(dir, file);
-    const text = await readFile(path, 'utf8');
+    const read = await readFile(path, 'utf8');
+    const text = rewrite ? rewrite(read) : read;
     const docs = parseAllDocuments(text);
     const list = Array.isArray(docs) ? docs : [docs];
     list.forEach((doc, i) => {
@@ -49,7 +50,8 @@ export class FolderConfigSource implements ConfigSource {
   constructor(
     private readonly dir: string,
     private readonly log: Logger,
-    private readonly opts: { watch?: boolean; debounceMs?: number } = {},
+    /** rewrite: applied to each file's text before it is parsed (the quickstart's simulator address on another port). */
+    private readonly opts: { watch?: boolean; debounceMs?: number; rewrite?: (text: string) => string } = {},
   ) {}
 
   current(): GatewayConfig | undefined {
@@ -80,7 +82,7 @@ export class FolderConfigSource implements ConfigSource {
   async reload(): Promise<void> {
     let loaded;
     try {
-      loaded = await loadManifests(this.dir);
+      loaded = await loadManifests(this.dir, this.opts.rewrite);
     } catch (err) {
       this.log.error('config folder unreadable; keeping the config in service', { dir: this.dir, error: (err as Error).message });
       return;

@@ -61,7 +61,7 @@ const TYPES: Record<ErrorCode, { openai: string; anthropic: string }> = {
 
 /** The HTTP status of a domain error: decided here, at the edge, and nowhere else. */
 export function httpStatus(err: GatewayError): number {
-  return STATUS[err.code];
+  return err.opts.upstreamStatus ?? STATUS[err.code];
 }
 
 export function errorBody(err: GatewayError, shape: ErrorShape): string {

@@ -1,7 +1,7 @@
 import type { Dispatcher } from 'undici';
 import { Readable } from 'node:stream';
 import type { CompiledBackend } from '../../api/snapshot/index.js';
-import { capture, release } from '../billing/index.js';
+import { capture, recordTaskUsage, release } from '../billing/index.js';
 import type { RuntimeConfig } from '../config/runtime.js';
 import type { Logger } from '../../kernel/log.js';
 import type { Store } from '../store/index.js';
@@ -73,7 +73,7 @@ export interface TaskView {
 
 /**
  * Runs one claimed task a step further: submit to the upstream (retrying 429/5xx/connection
- * failures with backoff until the deadline), poll an asynchronous upstream, copy results into
+ * failures a few times with backoff that honours retry-after), poll an asynchronous upstream, copy results into
  * storage, and end the task. Every terminal transition goes through finish(): status, capture
  * or refund, and the webhook in one transaction, exactly once.
  */
@@ -154,7 +154,6 @@ export class TaskEngine {
     };
   }
 
-  /** The first backend (by priority and weight, skipping those cooling down) with a provider for this kind and mode. */
   /**
    * Submits a job through the one failover: each backend of the model that can run the task, in
    * order, until one answers. A retryable refusal (429, 5xx, unreachable) cools its backend and
@@ -203,8 +202,9 @@ export class TaskEngine {
    * Creates the upstream task before the gateway's own task exists, so that a refusal (content
    * policy, invalid input) can be answered to the client as a 400 with nothing held or stored.
    * Returns the pending upstream task to record with the new row; undefined when the upstream
-   * could not be reached or was busy (the worker then submits with backoff, as for images).
-   * A non-retryable refusal throws its ProviderError.
+   * could not be reached in time (the worker then submits with backoff, as for images).
+   * A refusal throws its ProviderError: a 429 or 5xx of the last backend tried too, so the client
+   * gets the upstream's status (and retry-after) with nothing held or stored.
    */
   async startUpstream(p: {
     taskId: string;
@@ -216,8 +216,11 @@ export class TaskEngine {
     signal: AbortSignal;
   }): Promise<UpstreamStart | undefined> {
     const r = await this.submitVia(p.taskId, p.model, p.kind, p.mode, p.job, p.signal);
-    // Unreachable, busy or too slow to answer within the submission: the worker takes it from here.
-    if (!r.submitted) return undefined;
+    if (!r.submitted) {
+      if (r.lastError?.opts.status !== undefined && !p.signal.aborted) throw r.lastError;
+      // Unreachable or too slow to answer within the submission: the worker takes it from here.
+      return undefined;
+    }
     const { backend, provider, ctx, outcome } = r.submitted;
     if (outcome.state === 'failed') throw new ProviderError(false, outcome.code, outcome.message);
     // Only asynchronous providers are started here (every video provider is); one that answered
@@ -255,7 +258,8 @@ export class TaskEngine {
         backend: ref,
         upstreamId: outcome.upstreamId,
         state: outcome.data ?? null,
-        attempts,
+        // From now on attempts counts the polls that failed in a row.
+        attempts: 0,
         ignored,
         pollInMs: this.d.settings.pollIntervalMs,
       });
@@ -284,12 +288,14 @@ export class TaskEngine {
       outcome = await provider.poll(task.upstreamId!, task.upstreamState, ctx);
     } catch (err) {
       if (signal.aborted || !(err instanceof ProviderError)) throw err;
-      if (!err.retryable) return void (await this.fail(task, err.code, err.message, this.d.owner));
-      await reschedule(this.d.store, task.id, this.d.owner, { delayMs: this.backoff(2, err.opts.retryAfterMs), lastError: err.message });
+      const attempts = task.attempts + 1;
+      if (!err.retryable || attempts >= this.d.settings.upstreamMaxAttempts) return void (await this.fail(task, err.code, err.message, this.d.owner));
+      const delayMs = Math.min(this.backoff(attempts, err.opts.retryAfterMs), Math.max(0, task.deadlineAt.getTime() - Date.now()));
+      await reschedule(this.d.store, task.id, this.d.owner, { delayMs, attempts, lastError: err.message });
       return;
     }
     if (outcome.state === 'pending') {
-      await reschedule(this.d.store, task.id, this.d.owner, { delayMs: this.d.settings.pollIntervalMs, lastError: null });
+      await reschedule(this.d.store, task.id, this.d.owner, { delayMs: this.d.settings.pollIntervalMs, lastError: null, attempts: 0 });
       return;
     }
     await this.conclude(task, outcome, provider, ctx, task.ignored);
@@ -302,7 +308,8 @@ export class TaskEngine {
   }
 
   private async retryOrFail(task: TaskRow, err: ProviderError, p: { attempts: number; ignored: string[] }): Promise<void> {
-    if (!err.retryable)
+    // A few tries (settings.upstreamMaxAttempts), then the task fails with the upstream's own reason.
+    if (!err.retryable || p.attempts >= this.d.settings.upstreamMaxAttempts)
       return void (await this.finish(task, { status: 'failed', code: err.code, message: err.message, ignored: p.ignored, attempts: p.attempts }, this.d.owner));
     const delayMs = Math.min(this.backoff(p.attempts, err.opts.retryAfterMs), Math.max(0, task.deadlineAt.getTime() - Date.now()));
     this.d.log.info('task submission will be retried', { task: task.id, attempt: p.attempts, code: err.code, retryInMs: delayMs });
@@ -349,7 +356,11 @@ export class TaskEngine {
     // What the upstream reported wins over what the files say.
     const usage = { ...measured, ...outcome.usage };
     const chargedMicro = kind.charge(task, { outputs: results.length, usage });
-    const done = await this.finish(task, { status: 'succeeded', results, usage, chargedMicro, ignored, ...(attempts ? { attempts } : {}) }, this.d.owner);
+    const billed = kind.billed(task, { outputs: results.length, usage });
+    const done = await this.finish(task, { status: 'succeeded', results, usage, chargedMicro, ignored, ...(attempts ? { attempts } : {}) }, this.d.owner, {
+      billed,
+      upstreamModel: ctx.backend.model,
+    });
     if (!done) await this.discard(results);
   }
 
@@ -404,7 +415,12 @@ export class TaskEngine {
    * hold, and the webhook in the outbox, committed together. Undefined when the task had already
    * ended (or `owner` lost its lease): nothing is charged, refunded or sent twice.
    */
-  async finish(task: TaskRow, t: Terminal, owner: string | null): Promise<TaskRow | undefined> {
+  async finish(
+    task: TaskRow,
+    t: Terminal,
+    owner: string | null,
+    ran?: { billed: { images?: number; seconds?: number }; upstreamModel: string },
+  ): Promise<TaskRow | undefined> {
     const body = task.webhookUrl ? Buffer.from(JSON.stringify(await this.payload(task, t))) : undefined;
     const before = await this.d.store.tx(async (q) => {
       const row = await markTerminal(q, task.id, owner, t);
@@ -412,6 +428,23 @@ export class TaskEngine {
       const meta = { task: row.id, model: row.model, key: row.keyName };
       if (t.status === 'succeeded') await capture(q, { holdId: row.holdId, amount: t.chargedMicro, meta });
       else await release(q, { holdId: row.holdId, kind: 'refund', meta: { ...meta, reason: t.code } });
+      // The charge or the refund as a usage record, beside chat's (GET /v1/usage, the admin API, the CLI).
+      const ok = t.status === 'succeeded';
+      await recordTaskUsage(q, {
+        taskId: row.id,
+        kind: row.kind,
+        keyName: row.keyName,
+        keyHash: row.keyHash,
+        account: row.account,
+        group: row.group,
+        model: row.model,
+        upstreamModel: ran?.upstreamModel ?? row.backend?.model ?? '',
+        status: t.status,
+        credits: ok ? t.chargedMicro : 0n,
+        refunded: ok ? 0n : row.holdMicro,
+        ...(ok ? ran?.billed : row.kind === 'image' ? { images: 0 } : { seconds: 0 }),
+        createdAt: row.createdAt,
+      });
       if (body && row.webhookUrl && row.webhookSecret) {
         await enqueueDelivery(q, { taskId: row.id, url: row.webhookUrl, body, signature: signBody(row.webhookSecret, body) });
       }

@@ -11,6 +11,11 @@ export interface TaskSettings {
   /** Backoff of upstream submissions refused with 429/5xx or unreachable: base x 2^attempt, capped. */
   submitBackoffBaseMs: number;
   submitBackoffMaxMs: number;
+  /**
+   * Calls to the upstream in a row that may fail with 429, 5xx or no answer before the task fails
+   * with the last one's code and message (refunded): submissions, and polls of a created task.
+   */
+  upstreamMaxAttempts: number;
   /** A task not finished this long after submission fails and is refunded. */
   deadlineMs: Record<TaskKind, number>;
   /** How long result URLs (signed or presigned) stay valid. At most 7 days (S3's own limit). */
@@ -32,6 +37,7 @@ export const DEFAULT_SETTINGS: TaskSettings = {
   pollIntervalMs: 2_000,
   submitBackoffBaseMs: 2_000,
   submitBackoffMaxMs: 60_000,
+  upstreamMaxAttempts: 4,
   deadlineMs: { image: 10 * 60_000, video: 60 * 60_000 },
   resultUrlTtlSeconds: 24 * 3600,
   webhookRetryScheduleS: DEFAULT_RETRY_SCHEDULE_S,

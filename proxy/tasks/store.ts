@@ -106,7 +106,7 @@ export async function insertTask(q: Queryable, t: NewTask): Promise<TaskRow | un
       t.upstream ? JSON.stringify(t.upstream.backend) : null,
       t.upstream?.upstreamId ?? null,
       t.upstream?.state ? JSON.stringify(t.upstream.state) : null,
-      t.upstream ? 1 : 0,
+      0, // with an upstream task: no poll has failed yet
       (t.upstream?.pollInMs ?? 0) / 1000,
     ],
   );

@@ -83,6 +83,8 @@ export interface TaskKindSpec {
   /** Micro-credits captured on success, from the prices fixed at submission; never above what
    * the task could have cost, so the rest of the hold is released by the same capture. */
   charge(task: TaskRow, got: TaskYield): bigint;
+  /** What the charge counted, for the task's usage record: images, or seconds of video. */
+  billed(task: TaskRow, got: TaskYield): { images?: number; seconds?: number };
   /** File extension for a result's content type when the upstream names none we know. */
   defaultExtension: string;
   /**

@@ -73,16 +73,27 @@ export function toProviderError(err: unknown, signal: AbortSignal): Error {
   return new ProviderError(true, e.kind === 'timeout' ? 'upstream_timeout' : 'upstream_unavailable', `the upstream could not be reached: ${e.message}`);
 }
 
-/** An HTTP error answer: `message` is the upstream's own words when it gave some. */
+/** A provider's code or words for "refused by its safety system". */
+const BLOCKED = /content_policy|moderation|safety|blocked|flagged|sensitive|nsfw|\bE005\b/i;
+
+/** The gateway's task error code for a provider's refusal of the content, whatever the provider calls it. */
+export function blockedCode(...signals: (string | undefined)[]): 'content_blocked' | undefined {
+  return signals.some((s) => s !== undefined && BLOCKED.test(s)) ? 'content_blocked' : undefined;
+}
+
+/**
+ * An HTTP error answer: `message` is the upstream's own words when it gave some. 429 and 5xx get
+ * the gateway's codes (rate_limited, upstream_error: what a failed task reports); another 4xx keeps
+ * the upstream's code, content_blocked when it names a safety refusal.
+ */
 export function statusError(r: ProviderResponse, message: string | undefined, code: string | undefined): ProviderError {
   const retryable = r.status === 429 || r.status >= 500;
   const after = Number(header(r.headers['retry-after']));
-  return new ProviderError(
-    retryable,
-    code ?? (r.status === 429 ? 'upstream_rate_limited' : retryable ? 'upstream_error' : 'upstream_rejected'),
-    `the upstream answered ${r.status}${message ? `: ${message}` : ''}`,
-    { status: r.status, ...(Number.isFinite(after) && after > 0 ? { retryAfterMs: after * 1000 } : {}) },
-  );
+  const own = r.status === 429 ? 'rate_limited' : retryable ? 'upstream_error' : (blockedCode(code) ?? code ?? 'upstream_rejected');
+  return new ProviderError(retryable, own, `the upstream answered ${r.status}${code && code !== own ? ` (${code})` : ''}${message ? `: ${message}` : ''}`, {
+    status: r.status,
+    ...(Number.isFinite(after) && after > 0 ? { retryAfterMs: after * 1000 } : {}),
+  });
 }
 
 export function header(v: string | string[] | undefined): string | undefined {

@@ -154,7 +154,7 @@ for (const { name, make } of serveTargets('tollgate-chaos-')) {
         const state = await accountState(store, 'acct');
         expect(state.held).toBe(0n);
         const usage = await store.query<{ request_id: string; n: string; credits: string }>(
-          "SELECT request_id, COUNT(*)::text AS n, SUM(credits)::text AS credits FROM usage_records WHERE account = 'acct' GROUP BY request_id",
+          "SELECT request_id, COUNT(*)::text AS n, SUM(credits)::text AS credits FROM usage_records WHERE account = 'acct' AND kind = 'chat' GROUP BY request_id",
         );
         const charged = new Map(usage.rows.map((r) => [r.request_id, Number(r.n)]));
         for (const id of out.complete) expect(charged.get(id), id).toBe(1);
@@ -167,6 +167,13 @@ for (const { name, make } of serveTargets('tollgate-chaos-')) {
         const chatCredits = usage.rows.reduce((a, r) => a + BigInt(r.credits), 0n);
         const taskCredits = tasks.rows.reduce((a, r) => a + (r.status === 'succeeded' ? BigInt(r.charged ?? '0') : 0n), 0n);
         expect(state.balance).toBe(GRANT - chatCredits - taskCredits);
+        // Every ended task has one usage record, and those records add up to the tasks' charges.
+        const taskUsage = await store.query<{ task_id: string; n: number; credits: string }>(
+          "SELECT task_id, COUNT(*)::int AS n, SUM(credits)::text AS credits FROM usage_records WHERE account = 'acct' AND kind <> 'chat' GROUP BY task_id",
+        );
+        const recorded = new Map(taskUsage.rows.map((r) => [r.task_id, r.n]));
+        for (const id of out.tasks) expect(recorded.get(id), id).toBe(1);
+        expect(taskUsage.rows.reduce((a, r) => a + BigInt(r.credits), 0n)).toBe(taskCredits);
       } finally {
         await store.close();
       }

@@ -125,7 +125,10 @@ for (const sc of storeCases()) {
           webhook_secret: SECRET,
         });
         const done = await c.until(sub.json.id);
-        expect(done).toMatchObject({ status: 'failed', error: { code: 'content_policy_violation', message: expect.stringMatching(/safety system/) } });
+        expect(done).toMatchObject({
+          status: 'failed',
+          error: { code: 'content_blocked', message: expect.stringMatching(/content_policy_violation.*safety system/) },
+        });
         await waitUntil(() => rx.received.length === 1, 10_000, 'the webhook');
         expect(verified(rx.received[0]!)).toBe(true);
         expect(JSON.parse(rx.received[0]!.body.toString())).toEqual({ id: sub.json.id, status: 'failed', error: done.error });
@@ -228,22 +231,6 @@ for (const sc of storeCases()) {
         expect(r.json.error.type).toBe('invalid_request_error');
       }
       expect((await c.until(sub.json.id)).status).toBe('succeeded');
-    });
-
-    it('upstream 429s on submission are retried with backoff until the deadline, then the task fails and refunds', async () => {
-      // A replica with a short task deadline, sharing the store: whichever worker claims the task honours it.
-      const short = await startTasksGateway({ store: t.store, sim: t.sim, settings: { deadlineMs: { image: 1_000, video: 1_000 } } });
-      try {
-        const before = await accountState(t.store, 'acct');
-        const sub = await client(short.url).submit('/v1/images/generations', { model: 'img-openai', prompt: 'busy [sim:429]' });
-        const done = await c.until(sub.json.id);
-        expect(done).toMatchObject({ status: 'failed', error: { code: 'timeout' } });
-        expect(t.sim.recorder.find('busy [sim:429]').length).toBeGreaterThan(1);
-        expect(await ledgerKinds(t.store, sub.json.id)).toEqual(['hold', 'refund']);
-        expect(await accountState(t.store, 'acct')).toEqual(before);
-      } finally {
-        await short.close();
-      }
     });
 
     it('keeps the ledger consistent', async () => {

@@ -1,6 +1,7 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll } from 'vitest';
+import { billingFeature } from '../../proxy/admin/billing.js';
 import { StaticConfigSource } from '../../proxy/config/folder-source.js';
 import { chatFeature } from '../../proxy/chat/feature.js';
 import { defaultBilling } from '../../proxy/front/features.js';
@@ -93,7 +94,7 @@ export async function startTasksGateway(o: {
     adminToken: 'test-admin',
     log: createLogger({}, 'silent'),
     billing: defaultBilling,
-    features: [chatFeature, tasksFeature({ ...FAST, ...o.settings })],
+    features: [chatFeature, tasksFeature({ ...FAST, ...o.settings }), billingFeature],
     options: { allowLoopbackURLs: true, workerIntervalMs: 25, ...o.options },
   });
 }

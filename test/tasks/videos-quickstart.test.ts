@@ -66,4 +66,26 @@ describe('the quickstart video model', () => {
     // Three 5 s videos at 720p with audio: 3 x 5 x (0.10 + 0.02) credits.
     expect(await accountState(store, 'demo')).toEqual({ balance: before.balance - 1_800_000n, held: 0n });
   });
+
+  it('a blocked prompt: sim-sora (OpenAI protocol) refuses the submission with a 400, sim-video (Replicate) fails the task content_blocked', async () => {
+    const c = videoClient(gw.url, QUICKSTART_KEY);
+    const before = await accountState(store, 'demo');
+    const refused = await c.submit({ model: 'sim-sora', prompt: 'qs-blocked [sim:blocked]' });
+    expect(refused.status).toBe(400);
+    expect(refused.json.error).toMatchObject({
+      type: 'invalid_request_error',
+      param: 'prompt',
+      message: expect.stringMatching(/safety policy \(content_blocked\)/),
+    });
+    const accepted = await c.submit({ model: 'sim-video', prompt: 'qs-flagged [sim:blocked]' });
+    expect(accepted.status).toBe(200);
+    expect(await c.until(accepted.json.id)).toMatchObject({
+      status: 'failed',
+      error: { code: 'content_blocked', message: expect.stringContaining('flagged') },
+    });
+    expect(await accountState(store, 'demo')).toEqual(before);
+    const ok = await c.submit({ model: 'sim-sora', prompt: 'qs-sora' });
+    expect(ok.status).toBe(200);
+    expect((await c.until(ok.json.id)).status).toBe('succeeded');
+  });
 });

@@ -222,12 +222,12 @@ for (const sc of storeCases()) {
       }
     });
 
-    it('content flagged after acceptance (Replicate) fails the task and refunds it', async () => {
+    it('content flagged after acceptance (Replicate) fails the task with content_blocked and refunds it', async () => {
       const before = await accountState(t.store, 'acct');
       const sub = await c.submit({ model: 'vid-replicate', prompt: 'flagged later [sim:blocked]' });
       expect(sub.status).toBe(200);
       const done = await c.until(sub.json.id);
-      expect(done).toMatchObject({ status: 'failed', error: { code: 'upstream_failed', message: expect.stringContaining('E005') } });
+      expect(done).toMatchObject({ status: 'failed', error: { code: 'content_blocked', message: expect.stringContaining('E005') } });
       expect(await accountState(t.store, 'acct')).toEqual(before);
     });
 

@@ -31,4 +31,8 @@ export const imageKind: TaskKindSpec = {
     const n = typeof task.request.n === 'number' ? task.request.n : got.outputs;
     return unit * BigInt(Math.min(got.outputs, n));
   },
+  billed(task, got) {
+    const n = typeof task.request.n === 'number' ? task.request.n : got.outputs;
+    return { images: Math.min(got.outputs, n) };
+  },
 };

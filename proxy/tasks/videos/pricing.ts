@@ -33,9 +33,13 @@ export function videoHold(unit: { perSecond: bigint; audioPerSecond: bigint }, d
  * millisecond, rounded down to the micro-credit. Without any report, the asked duration.
  */
 export function videoCharge(unit: { perSecond: bigint; audioPerSecond: bigint }, asked: number, seconds: number | undefined): bigint {
+  return ((unit.perSecond + unit.audioPerSecond) * BigInt(chargedMs(asked, seconds))) / 1000n;
+}
+
+/** The milliseconds a video is charged for: as delivered, never more than asked; the asked ones without a report. */
+function chargedMs(asked: number, seconds: number | undefined): number {
   const askedMs = asked * 1000;
-  const ms = seconds !== undefined && Number.isFinite(seconds) && seconds >= 0 ? Math.min(askedMs, Math.round(seconds * 1000)) : askedMs;
-  return ((unit.perSecond + unit.audioPerSecond) * BigInt(ms)) / 1000n;
+  return seconds !== undefined && Number.isFinite(seconds) && seconds >= 0 ? Math.min(askedMs, Math.round(seconds * 1000)) : askedMs;
 }
 
 /** Video tasks: answered `processing`; held for the asked duration, charged on the actual one. */
@@ -47,6 +51,9 @@ export const videoKind: TaskKindSpec = {
   charge(task, got) {
     const unit = { perSecond: BigInt(task.price.perSecond ?? '0'), audioPerSecond: BigInt(task.price.audioPerSecond ?? '0') };
     return videoCharge(unit, Number(task.request.duration), got.usage.seconds);
+  },
+  billed(task, got) {
+    return { seconds: chargedMs(Number(task.request.duration), got.usage.seconds) / 1000 };
   },
   measure() {
     const probe = mp4DurationProbe();

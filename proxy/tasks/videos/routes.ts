@@ -14,12 +14,21 @@ import { parseVideoRequest, VIDEO_ENDPOINT } from './request.js';
 const START_TIMEOUT_MS = 30_000;
 
 /** Upstream error codes that mean "refused by the safety system". */
-const CONTENT_POLICY = /content_policy|moderation|safety|blocked/i;
+const CONTENT_POLICY = /content_policy|content_blocked|moderation|safety|blocked/i;
+
+/** An upstream's 429 or 5xx at submission, passed on with its status and retry-after (the contract's 429 / 5xx). */
+function upstreamRefusal(err: ProviderError, status: number): GatewayError {
+  const retryAfter = err.opts.retryAfterMs === undefined ? undefined : Math.ceil(err.opts.retryAfterMs / 1000);
+  return new GatewayError(status === 429 ? 'rate_limited' : 'upstream_error', err.message, {
+    upstreamStatus: status,
+    ...(retryAfter !== undefined ? { retryAfterSeconds: retryAfter } : {}),
+  });
+}
 
 /**
  * The video endpoints: the submission, the query and the cancel. Order of checks: body (400),
  * model in the key's group (404), what the model offers (resolution 400; duration 404), price,
- * the upstream's acceptance (a refusal is a 400), then the hold (402).
+ * the upstream's acceptance (a refusal is a 400; its 429 or 5xx is passed on), then the hold (402).
  */
 export function videoRoutes(rt: TasksRuntime, policy: () => UrlPolicy): Route[] {
   return [
@@ -76,6 +85,8 @@ async function submitVideo(ctx: RequestContext, rt: TasksRuntime, policy: UrlPol
         });
       } catch (err) {
         if (!(err instanceof ProviderError)) throw err;
+        const status = err.opts.status;
+        if (err.retryable && status !== undefined) throw upstreamRefusal(err, status);
         if (CONTENT_POLICY.test(err.code)) throw badRequest(`the video was blocked by the upstream's safety policy (${err.code}): ${err.message}`, 'prompt');
         throw badRequest(`the upstream refused this video (${err.code}): ${err.message}`);
       }

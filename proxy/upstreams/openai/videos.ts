@@ -1,5 +1,5 @@
 import type { ProviderContext, ProviderOutcome, TaskProvider, VideoJob } from '../task-provider.js';
-import { callProvider, openUrl, statusError, type ProviderResponse } from '../task-http.js';
+import { blockedCode, callProvider, openUrl, statusError, type ProviderResponse } from '../task-http.js';
 
 /**
  * OpenAI's videos API (https://platform.openai.com/docs/api-reference/videos), asynchronous:
@@ -76,7 +76,11 @@ function outcomeOf(r: ProviderResponse, ctx: ProviderContext, created: boolean):
       };
     }
     case 'failed':
-      return { state: 'failed', code: v.error?.code || 'upstream_failed', message: `the upstream video failed: ${v.error?.message ?? 'no reason given'}` };
+      return {
+        state: 'failed',
+        code: blockedCode(v.error?.code ?? undefined) ?? (v.error?.code || 'upstream_failed'),
+        message: `the upstream video failed: ${v.error?.message ?? 'no reason given'}`,
+      };
     default:
       return { state: 'failed', code: 'upstream_invalid_response', message: `the upstream reported a video in an unknown state "${String(v.status)}"` };
   }

@@ -1,6 +1,6 @@
 import type { CompiledBackend } from '../../../api/snapshot/index.js';
 import type { ImageJob, ProviderContext, ProviderOutcome, ProviderOutput, TaskJob, TaskProvider, VideoJob } from '../task-provider.js';
-import { callProvider, openUrl, statusError, type ProviderResponse } from '../task-http.js';
+import { blockedCode, callProvider, openUrl, statusError, type ProviderResponse } from '../task-http.js';
 
 /**
  * Replicate's predictions API (https://api.replicate.com/v1): create, poll, cancel. The
@@ -124,12 +124,11 @@ function outcomeOf(r: ProviderResponse, created: boolean, kind: TaskJob['kind'])
       const time: Record<string, number> = Number.isFinite(predictTime) ? { predictSeconds: predictTime } : {};
       return { state: 'succeeded', outputs, usage: kind === 'video' ? time : { images: urls.length, ...time } };
     }
-    case 'failed':
-      return {
-        state: 'failed',
-        code: 'upstream_failed',
-        message: `the upstream prediction failed: ${typeof p.error === 'string' ? p.error : JSON.stringify(p.error ?? 'no reason given')}`,
-      };
+    case 'failed': {
+      const reason = typeof p.error === 'string' ? p.error : JSON.stringify(p.error ?? 'no reason given');
+      // Replicate reports a safety refusal only as the failed prediction's error (E005, "flagged as sensitive").
+      return { state: 'failed', code: blockedCode(reason) ?? 'upstream_failed', message: `the upstream prediction failed: ${reason}` };
+    }
     case 'canceled':
     case 'aborted':
       return { state: 'failed', code: 'upstream_cancelled', message: `the upstream prediction was ${p.status}` };
