@@ -104,8 +104,8 @@ export class ProviderError extends Error {
 export interface TaskProvider<J extends TaskJob = TaskJob> {
   readonly name: string;
   supports(kind: TaskKind, mode: string): boolean;
-  /** Job fields this provider cannot pass on: dropped and listed on the task as ignored. */
-  ignores?(job: J): string[];
+  /** Job fields this provider cannot pass on (for this backend's model): dropped and listed on the task as ignored. */
+  ignores?(job: J, backend: CompiledBackend): string[];
   submit(job: J, ctx: ProviderContext): Promise<ProviderOutcome>;
   /** Asynchronous providers: the state of an upstream task created by submit. */
   poll?(upstreamId: string, data: Record<string, unknown> | null, ctx: ProviderContext): Promise<ProviderOutcome>;
