@@ -1,5 +1,6 @@
 import { falRoutes } from './fal.js';
+import { geminiMediaRoutes } from './gemini-media.js';
 import type { SimRoute } from './server.js';
 
-/** Image and video providers beyond OpenAI and Replicate: fal.ai's queue. */
-export const mediaProviderRoutes: SimRoute[] = [...falRoutes];
+/** Image and video providers beyond OpenAI and Replicate: fal.ai's queue, Gemini images and Veo. */
+export const mediaProviderRoutes: SimRoute[] = [...falRoutes, ...geminiMediaRoutes];

@@ -1,6 +1,7 @@
 import type { ProviderName } from '../../api/snapshot/index.js';
 import { anthropic } from './anthropic/index.js';
 import { fal } from './fal/index.js';
+import { geminiImages } from './gemini-media/images.js';
 import { openaiCompatible } from './openai-compatible/index.js';
 import { openaiImages } from './openai/images.js';
 import { openai } from './openai/index.js';
@@ -23,6 +24,7 @@ const PROVIDERS: Partial<Record<ProviderName, ProviderEntry>> = {
   'openai-compatible': { chat: openaiCompatible },
   replicate: { tasks: [replicate] },
   fal: { tasks: [fal] },
+  gemini: { tasks: [geminiImages] },
 };
 
 export function chatProvider(name: ProviderName): Provider | undefined {

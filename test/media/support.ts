@@ -15,7 +15,7 @@ import { disposeStore, type StoreCase } from '../support/stores.js';
 import { FAST, grant, type Received } from '../tasks/support.js';
 
 /** The upstream keys the media tests' ModelRoutes name as {env: ...}, as `tollgate serve` would read them. */
-export const UPSTREAM_KEYS = { FAL_KEY: 'sim-fal-key', GEMINI_API_KEY: 'sim-gemini-key', ARK_API_KEY: 'sim-ark-key' };
+export const UPSTREAM_KEYS = { FAL_KEY: 'sim-fal-key', GEMINI_API_KEY: 'sim-gemini-key', VERTEX_ACCESS_TOKEN: 'sim-vertex-token', ARK_API_KEY: 'sim-ark-key' };
 
 export const SECRET = 'whsec-media-test';
 
