@@ -2,6 +2,7 @@ import type { ProviderName } from '../../api/snapshot/index.js';
 import { anthropic } from './anthropic/index.js';
 import { fal } from './fal/index.js';
 import { geminiImages } from './gemini-media/images.js';
+import { veo } from './gemini-media/veo.js';
 import { openaiCompatible } from './openai-compatible/index.js';
 import { openaiImages } from './openai/images.js';
 import { openai } from './openai/index.js';
@@ -24,7 +25,7 @@ const PROVIDERS: Partial<Record<ProviderName, ProviderEntry>> = {
   'openai-compatible': { chat: openaiCompatible },
   replicate: { tasks: [replicate] },
   fal: { tasks: [fal] },
-  gemini: { tasks: [geminiImages] },
+  gemini: { tasks: [geminiImages, veo] },
 };
 
 export function chatProvider(name: ProviderName): Provider | undefined {
