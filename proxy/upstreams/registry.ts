@@ -1,5 +1,7 @@
 import type { ProviderName } from '../../api/snapshot/index.js';
 import { anthropic } from './anthropic/index.js';
+import { arkImages } from './ark/images.js';
+import { arkVideos } from './ark/videos.js';
 import { fal } from './fal/index.js';
 import { geminiImages } from './gemini-media/images.js';
 import { veo } from './gemini-media/veo.js';
@@ -26,6 +28,7 @@ const PROVIDERS: Partial<Record<ProviderName, ProviderEntry>> = {
   replicate: { tasks: [replicate] },
   fal: { tasks: [fal] },
   gemini: { tasks: [geminiImages, veo] },
+  ark: { tasks: [arkImages, arkVideos] },
 };
 
 export function chatProvider(name: ProviderName): Provider | undefined {
