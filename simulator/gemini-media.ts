@@ -26,7 +26,8 @@ import { sendJson } from './sim-stream.js';
  * (veo-2: 5-8), aspectRatio 16:9 or 9:16, resolution 720p or 1080p, referenceImages not beside
  * an image, lastFrame only with an image, generateAudio refused on the Gemini API. [sim:blocked]
  * finishes with raiMediaFilteredReasons and no video; [sim:fail] with an operation error.
- * Auth: x-goog-api-key (Gemini API) or Authorization: Bearer (Vertex), else 401/403 as Google answers.
+ * Auth: x-goog-api-key (Gemini API) or Authorization: Bearer (Vertex); the wrong kind is a 401, none at all
+ * passes (the quickstart has no keys).
  */
 
 const googleError = (r: SimRequest, code: number, status: string, message: string, headers: Record<string, string> = {}) =>
@@ -39,19 +40,18 @@ interface Part {
   inlineData?: { mimeType?: string; data?: string };
 }
 
+/** No credential at all passes (the quickstart's routes carry none); a credential of the wrong kind is refused as Google does. */
 function authorized(r: SimRequest, vertex: boolean): boolean {
+  const bearer = r.req.headers.authorization;
+  const key = r.req.headers['x-goog-api-key'];
+  if (bearer === undefined && key === undefined) return true;
   if (vertex) {
-    if (/^Bearer \S+$/.test(r.req.headers.authorization ?? '')) return true;
+    if (/^Bearer \S+$/.test(bearer ?? '')) return true;
     googleError(r, 401, 'UNAUTHENTICATED', 'Request had invalid authentication credentials. Expected OAuth 2 access token.');
     return false;
   }
-  if (r.req.headers['x-goog-api-key']) return true;
-  googleError(
-    r,
-    403,
-    'PERMISSION_DENIED',
-    "Method doesn't allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API.",
-  );
+  if (key) return true;
+  googleError(r, 401, 'UNAUTHENTICATED', 'API keys are passed in the x-goog-api-key header; an OAuth token was given instead.');
   return false;
 }
 
