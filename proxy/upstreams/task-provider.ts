@@ -51,6 +51,8 @@ export interface VideoJob {
   lastFrameUrl?: string;
   referenceImageUrls: string[];
   referenceVideoUrl?: string;
+  /** What the video should not show, for providers that take it (others list it as ignored). */
+  negativePrompt?: string;
 }
 
 export type TaskJob = ImageJob | VideoJob;

@@ -101,6 +101,7 @@ for (const sc of storeCases()) {
           resolution: '1080p',
           aspect_ratio: '12:5',
           generate_audio: false,
+          negative_prompt: 'rain',
           webhook_url: rx.url,
           webhook_secret: SECRET,
         });
@@ -121,7 +122,7 @@ for (const sc of storeCases()) {
           watermark: false,
         });
         const done = await v.until(sub.json.id);
-        expect(done).toMatchObject({ status: 'succeeded', mode: 'image-to-video', ignored: ['reference_image_urls'] });
+        expect(done).toMatchObject({ status: 'succeeded', mode: 'image-to-video', ignored: ['negative_prompt', 'reference_image_urls'] });
         expect(mp4Boxes(Buffer.from(await (await fetch(done.data![0]!.url)).arrayBuffer())).seconds).toBe(6);
         expect(await chargedOf(t.store, sub.json.id)).toBe(6n * P1080);
         expect(await accountState(t.store, 'acct')).toEqual({ balance: before.balance - 6n * P1080, held: before.held });

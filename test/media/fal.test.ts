@@ -66,6 +66,7 @@ for (const sc of storeCases()) {
           duration: 10,
           resolution: '1080p',
           aspect_ratio: '9:16',
+          negative_prompt: 'blur',
           webhook_url: rx.url,
           webhook_secret: SECRET,
         });
@@ -84,6 +85,7 @@ for (const sc of storeCases()) {
           generate_audio: true,
           image_url: FRAME,
           tail_image_url: LAST,
+          negative_prompt: 'blur',
         });
 
         const done = await v.until(sub.json.id);

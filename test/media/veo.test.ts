@@ -56,6 +56,7 @@ for (const sc of storeCases()) {
           duration: 8,
           resolution: '1080p',
           aspect_ratio: '9:16',
+          negative_prompt: 'boats',
           webhook_url: rx.url,
           webhook_secret: SECRET,
         });
@@ -66,7 +67,7 @@ for (const sc of storeCases()) {
         expect(call.headers['x-goog-api-key']).toBe('sim-gemini-key');
         expect(JSON.parse(call.body.toString())).toEqual({
           instances: [{ prompt: 'veo-marker a whale' }],
-          parameters: { aspectRatio: '9:16', durationSeconds: 8, resolution: '1080p' },
+          parameters: { aspectRatio: '9:16', durationSeconds: 8, resolution: '1080p', negativePrompt: 'boats' },
         });
         const done = await v.until(sub.json.id);
         expect(done).toMatchObject({ status: 'succeeded', mode: 'text-to-video', data: [{ url: expect.any(String) }] });

@@ -18,6 +18,7 @@ export const arkVideos: TaskProvider<VideoJob> = {
   ignores: (job) => [
     ...(job.referenceVideoUrl ? ['reference_video_url'] : []),
     ...(job.referenceImageUrls.length > 0 && (job.firstFrameUrl || job.lastFrameUrl) ? ['reference_image_urls'] : []),
+    ...(job.negativePrompt ? ['negative_prompt'] : []),
   ],
 
   async submit(job, ctx) {

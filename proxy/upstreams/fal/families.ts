@@ -178,6 +178,7 @@ export function falIgnored(job: TaskJob, family: FalFamily): string[] {
     if (job.lastFrameUrl && !f.lastFrame) out.push('last_image_url');
     if (job.referenceImageUrls.length > 0 && !f.referenceImages) out.push('reference_image_urls');
     if (job.referenceVideoUrl && !f.referenceVideo) out.push('reference_video_url');
+    if (job.negativePrompt && !f.negativePrompt) out.push('negative_prompt');
   } else {
     const f = fieldsOf(family, 'image');
     if (job.negativePrompt && !f.negativePrompt) out.push('negative_prompt');
@@ -207,6 +208,7 @@ function videoInput(job: VideoJob, family: FalFamily): Record<string, unknown> {
   set(f.lastFrame, job.lastFrameUrl);
   set(f.referenceImages, job.referenceImageUrls.length > 0 ? job.referenceImageUrls : undefined);
   set(f.referenceVideo, job.referenceVideoUrl);
+  set(f.negativePrompt, job.negativePrompt);
   return out;
 }
 

@@ -96,6 +96,7 @@ async function requestOf(job: VideoJob, ctx: ProviderContext): Promise<Record<st
       aspectRatio: h > w ? '9:16' : '16:9',
       durationSeconds: veoDuration(ctx.backend.model, job.duration),
       resolution: job.resolution,
+      ...(job.negativePrompt ? { negativePrompt: job.negativePrompt } : {}),
       ...(vertex ? { generateAudio: job.generateAudio, sampleCount: 1 } : {}),
     },
   };
