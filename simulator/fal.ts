@@ -19,7 +19,8 @@ import { sendJson } from './sim-stream.js';
  * an MP4 of the duration asked ("5", 5 or "8s"; 3/4 of it with [sim:short]); else PNGs sized by
  * image_size {width,height}, else aspect_ratio at resolution (1K/2K/4K), num_images of them.
  * [sim:fail] fails the run (the result answers 500 with a detail); [sim:blocked] fails it as
- * fal's content checker does (422, type content_policy_violation); [sim:429] and [sim:500]
+ * fal's content checker does (422, type content_policy_violation), and its COMPLETED status
+ * names the error as newer queue answers do (`error`, `error_type`); [sim:429] and [sim:500]
  * refuse the submission. An Authorization header other than "Key <key>" is a 401.
  */
 interface FalRequest {
@@ -36,6 +37,7 @@ interface FalRequest {
 }
 
 const BASE_RUN_MS = 100;
+const BLOCKED = 'The content could not be processed because it contained material flagged by a content checker.';
 const MAX_REQUESTS = 1000;
 const stores = new WeakMap<SimContext, Map<string, FalRequest>>();
 function requestsOf(sim: SimContext) {
@@ -108,6 +110,9 @@ function status(r: SimRequest): void {
     ...(s === 'IN_QUEUE' ? { queue_position: 0 } : {}),
     ...(r.query.get('logs') === '1' ? { logs: [] } : {}),
     ...(s === 'COMPLETED' ? { metrics: { inference_time: (q.readyAt - q.createdAt) / 1000 } } : {}),
+    ...(s === 'COMPLETED' && q.cancelledAt === undefined && videoDirectives(String(q.input.prompt)).blocked
+      ? { error: `${BLOCKED} (simulated)`, error_type: 'content_policy_violation' }
+      : {}),
   });
 }
 
@@ -125,7 +130,7 @@ function result(r: SimRequest): void {
     return detail(r, 422, [
       {
         loc: ['body', 'prompt'],
-        msg: 'The content could not be processed because it contained material flagged by a content checker (simulated).',
+        msg: `${BLOCKED} (simulated)`,
         type: 'content_policy_violation',
       },
     ]);

@@ -202,6 +202,12 @@ for (const sc of storeCases()) {
       const done = await img.until(sub.json.id);
       expect(done).toMatchObject({ status: 'failed', error: { code: 'content_policy_violation', message: expect.stringContaining('content checker') } });
       expect(await accountState(t.store, 'acct')).toEqual(before);
+      // Read from the COMPLETED status's own error: the result was never fetched.
+      const row = await t.store.query<{ upstream_id: string }>('SELECT upstream_id FROM tasks WHERE id = $1', [sub.json.id]);
+      const base = `/fal/fal-ai/flux/requests/${row.rows[0]!.upstream_id}`;
+      const gets = t.sim.recorder.all().filter((r) => r.method === 'GET' && r.path.startsWith(base));
+      expect(gets.map((r) => r.path).at(-1)).toBe(`${base}/status`);
+      expect(gets.some((r) => r.path === base)).toBe(false);
     });
 
     it('cancel refunds an unfinished video and asks fal to stop it (PUT .../cancel on owner/app)', async () => {
