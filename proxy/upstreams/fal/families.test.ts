@@ -33,6 +33,9 @@ describe('fal families', () => {
     expect(falFamily('fal-ai/minimax/hailuo-02/standard/image-to-video').name).toBe('hailuo');
     expect(falFamily('fal-ai/wan-25-preview/text-to-video').name).toBe('wan');
     expect(falFamily('fal-ai/veo3/fast').name).toBe('veo');
+    expect(falFamily('fal-ai/veo3.1/first-last-frame-to-video').name).toBe('veo-first-last');
+    expect(falFamily('fal-ai/veo3.1/reference-to-video').name).toBe('veo-reference');
+    expect(falFamily('fal-ai/kling-video/v1.6/standard/elements').name).toBe('kling-reference');
     expect(falFamily('fal-ai/flux-pro/v1/fill').name).toBe('flux-fill');
     expect(falFamily('fal-ai/bytedance/seedream/v4/edit').name).toBe('seedream');
     expect(falFamily('someone/new-model').name).toBe('default');
@@ -57,6 +60,13 @@ describe('fal families', () => {
     const all = video({ firstFrameUrl: 'a', lastFrameUrl: 'b', referenceImageUrls: ['c'], referenceVideoUrl: 'd' });
     expect(falIgnored(all, falFamily('fal-ai/veo3'))).toEqual(['last_image_url', 'reference_image_urls', 'reference_video_url']);
     expect(falIgnored(all, falFamily('x/y'))).toEqual([]);
+    expect(falIgnored(all, falFamily('fal-ai/veo3.1/first-last-frame-to-video'))).toEqual(['reference_image_urls', 'reference_video_url']);
+    expect(falInput(video({ referenceImageUrls: ['c', 'd'], duration: 10 }), falFamily('fal-ai/kling-video/v1.6/pro/elements'))).toEqual({
+      prompt: 'p',
+      duration: '10',
+      aspect_ratio: '16:9',
+      input_image_urls: ['c', 'd'],
+    });
     expect(falIgnored(image({ negativePrompt: 'n', maskUrl: 'm', imageUrls: ['i'] }), falFamily('fal-ai/flux/dev'))).toEqual(['negative_prompt', 'mask_url']);
     expect(falInput(image({ imageUrls: ['i', 'j'], resolution: '2K' }), falFamily('fal-ai/nano-banana/edit'))).toEqual({
       prompt: 'p',

@@ -50,6 +50,14 @@ export interface FalFamily {
 
 export const FAL_FAMILIES: readonly FalFamily[] = [
   {
+    // Kling's elements / reference-to-video endpoints: the references are the subject.
+    name: 'kling-reference',
+    match: /kling.*(elements|reference)/i,
+    video: { referenceImages: 'input_image_urls', duration: 'duration', aspectRatio: 'aspect_ratio', negativePrompt: 'negative_prompt' },
+    durations: [5, 10],
+    durationFormat: 'string',
+  },
+  {
     name: 'kling',
     match: /kling/i,
     video: {
@@ -101,6 +109,28 @@ export const FAL_FAMILIES: readonly FalFamily[] = [
     durationFormat: 'string',
     resolutions: { '480p': '512P', '512p': '512P', '720p': '768P', '768p': '768P', '1080p': '1080P' },
     extra: { prompt_optimizer: true },
+  },
+  {
+    name: 'veo-first-last',
+    match: /veo.*first-last/i,
+    video: {
+      firstFrame: 'first_frame_url',
+      lastFrame: 'last_frame_url',
+      duration: 'duration',
+      resolution: 'resolution',
+      aspectRatio: 'aspect_ratio',
+      audio: 'generate_audio',
+      negativePrompt: 'negative_prompt',
+    },
+    durations: [4, 6, 8],
+    durationFormat: 'seconds',
+  },
+  {
+    name: 'veo-reference',
+    match: /veo.*reference/i,
+    video: { referenceImages: 'image_urls', duration: 'duration', resolution: 'resolution', aspectRatio: 'aspect_ratio', audio: 'generate_audio' },
+    durations: [8],
+    durationFormat: 'seconds',
   },
   {
     name: 'veo',
