@@ -1,5 +1,6 @@
 import { anthropicMessagesRoutes } from './anthropic-messages.js';
 import { mediaRoutes } from './media-routes.js';
+import { mediaProviderRoutes } from './media-providers.js';
 import { openaiChatRoutes } from './openai-chat.js';
 import { openaiResponsesRoutes } from './openai-responses.js';
 import { startSimulatorServer, type Simulator, type SimRoute } from './server.js';
@@ -17,7 +18,7 @@ export interface StartSimulatorOptions {
 }
 
 /** Every protocol the simulator speaks, in one list. */
-export const ROUTES: SimRoute[] = [...openaiChatRoutes, ...openaiResponsesRoutes, ...anthropicMessagesRoutes, ...mediaRoutes];
+export const ROUTES: SimRoute[] = [...openaiChatRoutes, ...openaiResponsesRoutes, ...anthropicMessagesRoutes, ...mediaRoutes, ...mediaProviderRoutes];
 
 export function startSimulator(opts: StartSimulatorOptions = {}): Promise<Simulator> {
   return startSimulatorServer({ ...opts, routes: ROUTES });

@@ -36,7 +36,7 @@ export interface SimContext {
 }
 
 export interface SimRoute {
-  method: 'GET' | 'POST' | 'DELETE';
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
   /** Exact path or ":name" segments. */
   path: string;
   handler(r: SimRequest): Promise<void> | void;

@@ -12,7 +12,7 @@ export interface GatewayConfig {
 }
 
 export type ModelType = 'chat' | 'image' | 'video';
-export type ProviderName = 'openai' | 'anthropic' | 'openai-compatible' | 'replicate' | 'simulator';
+export type ProviderName = 'openai' | 'anthropic' | 'openai-compatible' | 'replicate' | 'simulator' | 'fal' | 'gemini' | 'ark';
 
 /** Micro-credit amounts, as decimal integer strings. Per million tokens for chat. */
 export interface MicroPricing {

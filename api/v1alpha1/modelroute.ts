@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { Condition, Decimal, Name, ObjectMeta } from './common.js';
 
-export const Provider = z.enum(['openai', 'anthropic', 'openai-compatible', 'replicate', 'simulator']);
+export const Provider = z.enum(['openai', 'anthropic', 'openai-compatible', 'replicate', 'simulator', 'fal', 'gemini', 'ark']);
 export type Provider = z.infer<typeof Provider>;
 
 export const Credentials = z.union([

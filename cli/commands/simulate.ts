@@ -17,6 +17,10 @@ Serves the providers' wire protocols offline with deterministic answers:
   POST /v1/videos                    OpenAI videos (real MP4s; GET /v1/videos/{id}, GET /v1/videos/{id}/content)
   POST /v1/predictions               Replicate-style predictions (also /v1/models/{owner}/{name}/predictions;
                                      GET /v1/predictions/{id}, POST /v1/predictions/{id}/cancel)
+  POST /fal/{endpoint id}            fal.ai queue (GET .../requests/{id}/status, GET .../requests/{id}, PUT .../cancel)
+  POST /gmedia/v1beta/models/{m}:... Gemini images (:generateContent, inline PNGs) and Veo (:predictLongRunning,
+                                     operations, file downloads); Vertex paths under /gmedia/v1/projects/...
+  POST /ark/api/v3/...               ByteDance ModelArk: Seedream /images/generations, Seedance /contents/generations/tasks
   GET  /files/{name}                 files the simulator hands out by URL
 
 Directives in the last user message (or image prompt) drive failures: [sim:429] [sim:500]

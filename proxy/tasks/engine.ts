@@ -230,7 +230,7 @@ export class TaskEngine {
       backend: { provider: backend.provider, baseURL: backend.baseURL, model: backend.model },
       upstreamId: outcome.upstreamId,
       state: outcome.data ?? null,
-      ignored: [...new Set([...p.ignored, ...(provider.ignores?.(p.job) ?? [])])].sort(),
+      ignored: [...new Set([...p.ignored, ...(provider.ignores?.(p.job, backend) ?? [])])].sort(),
       cancel: () => this.cancelUpstream(provider, outcome.upstreamId, outcome.data ?? null, { ...ctx, signal: AbortSignal.timeout(10_000) }),
     };
   }
@@ -251,7 +251,7 @@ export class TaskEngine {
       return this.retryOrFail(task, r.lastError ?? new ProviderError(true, 'upstream_unavailable', 'no backend answered'), { attempts, ignored: task.ignored });
     }
     const { backend, provider, ctx, outcome } = r.submitted;
-    const ignored = [...new Set([...task.ignored, ...(provider.ignores?.(job) ?? [])])].sort();
+    const ignored = [...new Set([...task.ignored, ...(provider.ignores?.(job, backend) ?? [])])].sort();
     const ref: BackendRef = { provider: backend.provider, baseURL: backend.baseURL, model: backend.model };
     if (outcome.state === 'pending') {
       const ok = await setUpstream(this.d.store, task.id, this.d.owner, {

@@ -1,5 +1,10 @@
 import type { ProviderName } from '../../api/snapshot/index.js';
 import { anthropic } from './anthropic/index.js';
+import { arkImages } from './ark/images.js';
+import { arkVideos } from './ark/videos.js';
+import { fal } from './fal/index.js';
+import { geminiImages } from './gemini-media/images.js';
+import { veo } from './gemini-media/veo.js';
 import { openaiCompatible } from './openai-compatible/index.js';
 import { openaiImages } from './openai/images.js';
 import { openai } from './openai/index.js';
@@ -21,6 +26,9 @@ const PROVIDERS: Partial<Record<ProviderName, ProviderEntry>> = {
   anthropic: { chat: anthropic },
   'openai-compatible': { chat: openaiCompatible },
   replicate: { tasks: [replicate] },
+  fal: { tasks: [fal] },
+  gemini: { tasks: [geminiImages, veo] },
+  ark: { tasks: [arkImages, arkVideos] },
 };
 
 export function chatProvider(name: ProviderName): Provider | undefined {

@@ -12,7 +12,7 @@ export type ProviderTarget = Pick<ProviderContext, 'backend' | 'dispatcher'>;
  * the upstream's own code and message). Wire formats stay in the adapters.
  */
 export interface ProviderCall {
-  method: 'GET' | 'POST' | 'DELETE';
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
   path: string;
   headers?: Record<string, string>;
   body?: Buffer | Readable;

@@ -51,6 +51,8 @@ export interface VideoJob {
   lastFrameUrl?: string;
   referenceImageUrls: string[];
   referenceVideoUrl?: string;
+  /** What the video should not show, for providers that take it (others list it as ignored). */
+  negativePrompt?: string;
 }
 
 export type TaskJob = ImageJob | VideoJob;
@@ -104,8 +106,8 @@ export class ProviderError extends Error {
 export interface TaskProvider<J extends TaskJob = TaskJob> {
   readonly name: string;
   supports(kind: TaskKind, mode: string): boolean;
-  /** Job fields this provider cannot pass on: dropped and listed on the task as ignored. */
-  ignores?(job: J): string[];
+  /** Job fields this provider cannot pass on (for this backend's model): dropped and listed on the task as ignored. */
+  ignores?(job: J, backend: CompiledBackend): string[];
   submit(job: J, ctx: ProviderContext): Promise<ProviderOutcome>;
   /** Asynchronous providers: the state of an upstream task created by submit. */
   poll?(upstreamId: string, data: Record<string, unknown> | null, ctx: ProviderContext): Promise<ProviderOutcome>;

@@ -74,6 +74,7 @@ export function fitVideoRequest(req: VideoRequest, model: string, caps: VideoCap
     ...(lastFrameUrl ? { lastFrameUrl } : {}),
     referenceImageUrls,
     ...(referenceVideoUrl ? { referenceVideoUrl } : {}),
+    ...(req.negativePrompt ? { negativePrompt: req.negativePrompt } : {}),
   };
   return { job, ignored: [...new Set([...req.ignored, ...ignored])].sort() };
 }

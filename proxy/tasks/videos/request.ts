@@ -38,6 +38,7 @@ const KNOWN = new Set([
   'aspect_ratio',
   'duration',
   'generate_audio',
+  'negative_prompt',
   'webhook_url',
   'webhook_secret',
   ...Object.values(ALIASES).flat(),
@@ -71,6 +72,10 @@ const Schema = z.object({
     .min(MIN_DURATION, `duration must be at least ${MIN_DURATION} seconds`)
     .optional(),
   generate_audio: z.boolean({ error: 'generate_audio must be true or false' }).optional(),
+  negative_prompt: z
+    .string({ error: 'negative_prompt must be a string' })
+    .refine((s) => s.length <= MAX_PROMPT, `negative_prompt is longer than ${MAX_PROMPT} characters`)
+    .optional(),
   image_url: z.unknown().optional(),
   last_image_url: z.unknown().optional(),
   reference_image_urls: z
@@ -89,6 +94,7 @@ export interface VideoRequest {
   resolution?: string;
   aspectRatio: string;
   generateAudio?: boolean;
+  negativePrompt?: string;
   firstFrameUrl?: string;
   lastFrameUrl?: string;
   referenceImageUrls: string[];
@@ -139,6 +145,7 @@ export function parseVideoRequest(body: Record<string, unknown>, policy: UrlPoli
     ...(v.resolution !== undefined ? { resolution: v.resolution } : {}),
     aspectRatio: v.aspect_ratio ? reduceRatio(...(v.aspect_ratio.split(':').map(Number) as [number, number])) : DEFAULT_ASPECT_RATIO,
     ...(v.generate_audio !== undefined ? { generateAudio: v.generate_audio } : {}),
+    ...(v.negative_prompt?.trim() ? { negativePrompt: v.negative_prompt } : {}),
     ...(firstFrameUrl ? { firstFrameUrl } : {}),
     ...(lastFrameUrl ? { lastFrameUrl } : {}),
     referenceImageUrls,

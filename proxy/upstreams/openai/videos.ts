@@ -16,6 +16,7 @@ export const openaiVideos: TaskProvider<VideoJob> = {
     ...(job.lastFrameUrl ? ['last_image_url'] : []),
     ...(job.referenceImageUrls.length > 0 ? ['reference_image_urls'] : []),
     ...(job.referenceVideoUrl ? ['reference_video_url'] : []),
+    ...(job.negativePrompt ? ['negative_prompt'] : []),
   ],
 
   async submit(job, ctx) {

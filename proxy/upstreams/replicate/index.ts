@@ -86,6 +86,7 @@ function videoInputOf(j: VideoJob): Record<string, unknown> {
     resolution: j.resolution,
     aspect_ratio: j.aspectRatio,
     generate_audio: j.generateAudio,
+    ...(j.negativePrompt ? { negative_prompt: j.negativePrompt } : {}),
     ...(j.firstFrameUrl ? { image: j.firstFrameUrl } : {}),
     ...(j.lastFrameUrl ? { last_frame: j.lastFrameUrl } : {}),
     ...(j.referenceImageUrls.length > 0 ? { reference_images: j.referenceImageUrls } : {}),
