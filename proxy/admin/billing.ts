@@ -103,8 +103,9 @@ export function billingFeature(deps: GatewayDeps): Feature & { adminRoutes: Rout
 
   return {
     routes: [
-      { method: 'GET', path: '/v1/credits', shape: 'openai', auth: 'key', handler: ownCredits },
-      { method: 'GET', path: '/v1/usage', shape: 'openai', auth: 'key', handler: ownUsage },
+      // ccOnly keys read their own balance and usage from any client: the restriction is about calling models.
+      { method: 'GET', path: '/v1/credits', shape: 'openai', auth: 'key', ccOnlyAware: true, handler: ownCredits },
+      { method: 'GET', path: '/v1/usage', shape: 'openai', auth: 'key', ccOnlyAware: true, handler: ownUsage },
     ],
     adminRoutes: [
       {
