@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { FolderConfigSource } from '../../proxy/config/folder-source.js';
 import type { ConfigSource } from '../../proxy/config/source.js';
@@ -23,6 +24,7 @@ export const command: Command = {
   --discovery-ca FILE     with grpcs://: PEM CA that signed the operator's certificate
                           (default: the system roots)
   --quickstart            examples/quickstart + the simulator on 127.0.0.1:8090 + data in .tollgate/
+                          (keys made by the console or keys create --out go to .tollgate/keys/)
   --host H                listen address (default 127.0.0.1; 0.0.0.0 in a container)
   --port N                API port (default 8080)
   --admin-port N          admin port: /healthz /readyz /metrics and the admin API (default 9090)
@@ -69,10 +71,6 @@ export const command: Command = {
       log.info('simulator listening', { url: simulator.url });
     }
 
-    const source: ConfigSource = values['config-from']
-      ? await grpcSource(values['config-from'], values['discovery-ca'], settings, log)
-      : new FolderConfigSource(quickstart ? QUICKSTART_DIR : values.config!, log);
-
     const databaseUrl = values['database-url'] ?? settings.databaseUrl;
     const redisUrl = values['redis-url'] ?? settings.redisUrl;
     const dataDir = values.data ?? (quickstart && !databaseUrl ? '.tollgate' : undefined);
@@ -80,6 +78,17 @@ export const command: Command = {
       const { mkdir } = await import('node:fs/promises');
       await mkdir(dataDir, { recursive: true });
     }
+    // Standalone keys made by the console or `tollgate keys create --out`: the quickstart keeps
+    // them in its data folder, out of the tracked examples/; --config DIR in DIR/keys.
+    const keyManifests = values['config-from'] ? undefined : standaloneKeys(quickstart, values.config, dataDir);
+    if (keyManifests) {
+      const { mkdir } = await import('node:fs/promises');
+      await mkdir(keyManifests.writeDir, { recursive: true });
+    }
+
+    const source: ConfigSource = values['config-from']
+      ? await grpcSource(values['config-from'], values['discovery-ca'], settings, log)
+      : new FolderConfigSource(keyManifests!.dirs, log);
     // PGlite on a data folder never reaches stable storage by itself (it does not fsync): the
     // billing journal, O_DSYNC, is the durable point of charges there unless another one is set.
     const journaled =
@@ -106,6 +115,7 @@ export const command: Command = {
         options: {
           ...(values['public-url'] ? { publicBaseURL: values['public-url'].replace(/\/+$/, '') } : {}),
           ...(dataDir ? { dataDir } : {}),
+          ...(keyManifests ? { keyManifests } : {}),
           allowLoopbackURLs: quickstart || values['allow-loopback-urls'] === true,
         },
       });
@@ -124,6 +134,16 @@ export const command: Command = {
     return 0;
   },
 };
+
+/** The folders of ApiKey manifests in standalone mode, and the one new keys go to. */
+export function standaloneKeys(quickstart: boolean, configDir: string | undefined, dataDir: string | undefined): { dirs: string[]; writeDir: string } {
+  if (quickstart) {
+    const writeDir = join(dataDir ?? '.tollgate', 'keys');
+    return { dirs: [QUICKSTART_DIR, writeDir], writeDir };
+  }
+  // Inside the config folder: read and watched with the rest.
+  return { dirs: [configDir!], writeDir: join(configDir!, 'keys') };
+}
 
 /** The operator as config source; a bad URL or CA flag is a usage error, not a crash. */
 async function grpcSource(url: string, caFile: string | undefined, settings: Settings, log: Logger): Promise<ConfigSource> {
