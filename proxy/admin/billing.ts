@@ -90,7 +90,13 @@ export function billingFeature(deps: GatewayDeps): Feature & { adminRoutes: Rout
     const spent = await keySpent(store, key.hash);
     sendJson(ctx.res, 200, {
       ...(await accountView(store, key.account)),
-      key: { name: key.name, spend_limit: key.spendLimitMicro === undefined ? null : fromMicro(key.spendLimitMicro), spent: fromMicro(spent) },
+      key: {
+        name: key.name,
+        group: key.group.name,
+        cc_only: key.group.ccOnly,
+        spend_limit: key.spendLimitMicro === undefined ? null : fromMicro(key.spendLimitMicro),
+        spent: fromMicro(spent),
+      },
     });
   };
 
