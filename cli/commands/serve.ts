@@ -1,5 +1,3 @@
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { FolderConfigSource } from '../../proxy/config/folder-source.js';
 import type { ConfigSource } from '../../proxy/config/source.js';
 import { defaultBilling, defaultFeatures, afterStart } from '../../proxy/front/features.js';
@@ -7,11 +5,11 @@ import { startGateway } from '../../proxy/front/gateway.js';
 import { createLogger, type Logger } from '../../kernel/log.js';
 import { parseFlags, portFlag, UsageError, wholeFlag } from '../args.js';
 import type { Command } from '../command.js';
+import { standaloneKeys } from '../key-folders.js';
 import { readSettingsOrExit } from '../settings.js';
 import type { Settings } from '../../kernel/settings.js';
 import { untilSignal } from '../signals.js';
 
-const QUICKSTART_DIR = fileURLToPath(new URL('../../examples/quickstart/', import.meta.url));
 export const QUICKSTART_ADMIN_TOKEN = 'quickstart-admin';
 
 export const command: Command = {
@@ -134,16 +132,6 @@ export const command: Command = {
     return 0;
   },
 };
-
-/** The folders of ApiKey manifests in standalone mode, and the one new keys go to. */
-export function standaloneKeys(quickstart: boolean, configDir: string | undefined, dataDir: string | undefined): { dirs: string[]; writeDir: string } {
-  if (quickstart) {
-    const writeDir = join(dataDir ?? '.tollgate', 'keys');
-    return { dirs: [QUICKSTART_DIR, writeDir], writeDir };
-  }
-  // Inside the config folder: read and watched with the rest.
-  return { dirs: [configDir!], writeDir: join(configDir!, 'keys') };
-}
 
 /** The operator as config source; a bad URL or CA flag is a usage error, not a crash. */
 async function grpcSource(url: string, caFile: string | undefined, settings: Settings, log: Logger): Promise<ConfigSource> {
