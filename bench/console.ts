@@ -5,7 +5,8 @@
  * service, then times what the consoles ask: a key's usage by model per hour (a day) and per day
  * (30 days), every account per day (30 days), a key's latest requests, the latest of a model
  * across accounts. Also the rollup trigger's cost on inserts in 100-record statements (the group
- * commit's shape). BENCH_KEEP=1 keeps the schema for EXPLAIN. Rewrites the "## Console aggregates" section of bench/RESULTS.md.
+ * commit's shape). BENCH_KEEP=1 keeps the schema; BENCH_SCHEMA=<it> (and BENCH_FILL_S, the fill's
+ * seconds) measures it again after new migrations. Rewrites the "## Console aggregates" section of bench/RESULTS.md.
  */
 import { randomBytes } from 'node:crypto';
 import { parseSummaryQuery, usageSummary } from '../proxy/admin/aggregates.js';
@@ -49,20 +50,25 @@ async function insertRate(store: Store, trigger: boolean, statements: number, ba
 async function main() {
   const url = process.env.DATABASE_URL;
   if (!url) throw new Error('set DATABASE_URL (PostgreSQL) for this benchmark');
-  const schema = `bench_${randomBytes(4).toString('hex')}`;
+  // BENCH_SCHEMA: a schema a run with BENCH_KEEP=1 filled; migrated to the current migrations and measured again.
+  const reuse = process.env.BENCH_SCHEMA;
+  const schema = reuse ?? `bench_${randomBytes(4).toString('hex')}`;
   const store = await openStore({ databaseUrl: url, schema });
   try {
     await migrate(store);
     const fillStart = performance.now();
-    for (let from = 0; from < RECORDS; from += CHUNK) {
+    for (let from = 0; !reuse && from < RECORDS; from += CHUNK) {
       await store.query(FILL, [RECORDS, from, DAYS * 86400, Math.min(CHUNK, RECORDS - from)]);
       process.stderr.write(`\r${Math.min(from + CHUNK, RECORDS)} records`);
     }
     process.stderr.write('\n');
     await store.query('ANALYZE usage_records');
     await store.query('ANALYZE usage_hourly');
-    const fillS = (performance.now() - fillStart) / 1000;
-    const rollupRows = Number((await store.query<{ n: string }>('SELECT count(*) AS n FROM usage_hourly')).rows[0]!.n);
+    await store.query('ANALYZE usage_daily');
+    const fillS = reuse ? Number(process.env.BENCH_FILL_S ?? NaN) : (performance.now() - fillStart) / 1000;
+    const count = async (t: string) => Number((await store.query<{ n: string }>(`SELECT count(*) AS n FROM ${t}`)).rows[0]!.n);
+    const rollupRows = await count('usage_hourly');
+    const dailyRows = await count('usage_daily');
     const q = (s: string) => new URLSearchParams(s);
     const rows: [string, number, string][] = [];
     const add = async (what: string, fn: () => Promise<{ data: unknown[] }>) => {
@@ -84,13 +90,15 @@ async function main() {
     await add("a key's latest 50 requests", () => listUsage(store, { keyHash: 'hash-7', limit: 50 }));
     await add('latest 100 requests of one model, all accounts', () => listUsage(store, { model: 'model-3', limit: 100 }));
     await add('latest 100 requests of one key name (admin filter)', () => listUsage(store, { keyName: 'key-9', limit: 100 }));
-    const withTrigger = await insertRate(store, true, 200, RECORDS + 1);
-    const without = await insertRate(store, false, 200, RECORDS + 1 + 200 * 100);
+    // Fresh operation ids past the filled ones (a reused schema holds an earlier run's too).
+    const base = RECORDS + 1 + Math.floor(Math.random() * 1e9) * 100_000;
+    const withTrigger = await insertRate(store, true, 200, base);
+    const without = await insertRate(store, false, 200, base + 200 * 100);
     const lines = [
       '## Console aggregates',
       '',
       `${measuredBy('npx tsx bench/console.ts')}, PostgreSQL ${(await store.query<{ server_version: string }>('SHOW server_version')).rows[0]!.server_version}.`,
-      `${RECORDS.toLocaleString('en')} usage records (1,000 keys, 100 accounts, 20 models, ${DAYS} days) filled in ${fillS.toFixed(0)} s through the rollup trigger; the hourly rollup holds ${rollupRows.toLocaleString('en')} rows. Median of 5 runs after one warm-up, through the functions behind the endpoints.`,
+      `${RECORDS.toLocaleString('en')} usage records (1,000 keys, 100 accounts, 20 models, ${DAYS} days) filled in ${fillS.toFixed(0)} s through the rollup trigger; the rollups hold ${rollupRows.toLocaleString('en')} hourly and ${dailyRows.toLocaleString('en')} daily rows. Median of 5 runs after one warm-up, through the functions behind the endpoints.`,
       '',
       '| query | ms | rows |',
       '|---|---:|---:|',
@@ -102,7 +110,7 @@ async function main() {
     process.stdout.write(lines.join('\n'));
     if (RECORDS >= 10_000_000) writeSection('## Console aggregates', lines.join('\n'));
   } finally {
-    if (process.env.BENCH_KEEP) process.stderr.write(`kept schema ${schema}\n`);
+    if (process.env.BENCH_KEEP || reuse) process.stderr.write(`kept schema ${schema}\n`);
     else await store.query(`DROP SCHEMA "${schema}" CASCADE`).catch(() => {});
     await store.close();
   }

@@ -3,8 +3,9 @@ import { badRequest } from '../../kernel/errors.js';
 import type { Queryable } from '../store/index.js';
 
 /**
- * Usage over time, read from the hourly rollup (migration 020) that a trigger keeps beside the
- * usage records: an answer reads (hours x models) rows per key, never the records themselves.
+ * Usage over time, read from the hourly and daily rollups (migrations 020, 021) that a trigger
+ * keeps beside the usage records: an answer reads (buckets x models) rows per key, never the
+ * records themselves.
  */
 export type Bucket = 'hour' | 'day';
 export type SummaryGroup = 'model' | 'key' | 'account' | 'none';
@@ -74,7 +75,7 @@ interface Row {
 }
 
 /**
- * Buckets (UTC hours or days; `since` is rounded down to its hour) with requests, tokens and
+ * Buckets (UTC hours or days; `since` is rounded down to its bucket) with requests, tokens and
  * credits per group, and the totals of the range.
  */
 export async function usageSummary(q: Queryable, f: SummaryQuery) {
@@ -88,12 +89,14 @@ export async function usageSummary(q: Queryable, f: SummaryQuery) {
   if (f.account) add('account = ?', f.account);
   if (f.keyName) add('key_name = ?', f.keyName);
   if (f.model) add('model = ?', f.model);
-  add("hour >= date_trunc('hour', ?::timestamptz, 'UTC')", f.since.toISOString());
-  add('hour < ?', f.until.toISOString());
+  // Days from the daily rollup, hours from the hourly one: each bucket is one row per key and model.
+  const [table, column] = f.bucket === 'day' ? ['usage_daily', 'day'] : ['usage_hourly', 'hour'];
+  add(`${column} >= date_trunc('${f.bucket}', ?::timestamptz, 'UTC')`, f.since.toISOString());
+  add(`${column} < ?`, f.until.toISOString());
   const r = await q.query<Row>(
-    `SELECT date_trunc('${f.bucket}', hour, 'UTC') AS start, ${GROUP_COLUMN[f.groupBy]} AS grp, sum(requests) AS requests, sum(errors) AS errors,
+    `SELECT ${column} AS start, ${GROUP_COLUMN[f.groupBy]} AS grp, sum(requests) AS requests, sum(errors) AS errors,
             sum(input_tokens) AS input_tokens, sum(cached_input_tokens) AS cached_input_tokens, sum(output_tokens) AS output_tokens, sum(credits) AS credits
-       FROM usage_hourly WHERE ${where.join(' AND ')} GROUP BY 1, 2 ORDER BY 1, 2`,
+       FROM ${table} WHERE ${where.join(' AND ')} GROUP BY 1, 2 ORDER BY 1, 2`,
     params,
   );
   const totals = { requests: 0, errors: 0, input_tokens: 0, cached_input_tokens: 0, output_tokens: 0, credits: 0n };

@@ -149,7 +149,6 @@ describe('the key holder console', () => {
     expect(await available()).toBeLessThan(before);
     expect(Number(await page.locator('#usage-body figure').getAttribute('data-total'))).toBeGreaterThan(0);
     expect(await page.locator('#requests-body tbody tr').count()).toBe(3);
-    await snap(page, 'holder');
     await page.close();
   });
 
@@ -178,6 +177,7 @@ describe('the key holder console', () => {
     await page.waitForFunction('[...document.querySelectorAll("#tasks-body img")].every((i) => i.complete && i.naturalWidth > 0)');
     expect(await img.getAttribute('alt')).toContain(id);
     expect(await page.evaluate('document.querySelector("#tasks-body img").naturalWidth')).toBe(320);
+    await snap(page, 'holder');
     await page.close();
   }, 40_000);
 
