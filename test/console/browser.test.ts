@@ -181,9 +181,14 @@ describe('the key holder console', () => {
     await page.close();
   }, 40_000);
 
-  it('gives a ccOnly key its catalog and balance but no playground', async () => {
+  it('gives a ccOnly key its catalog and balance but no playground (signed in with the keyboard only)', async () => {
     const page = await newPage();
-    await signIn(page, `${gw.url}/console/`, 'API key', CC_KEY);
+    await page.goto(`${gw.url}/console/`);
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate('document.activeElement.id')).toBe('api-key');
+    await page.keyboard.type(CC_KEY);
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('body[data-ready="true"]');
     expect(await cellText(page, 'models-table', 'sim-claude')).toMatch(/1\.5\s+0\.15\s+7\.5/); // x0.5
     expect(await page.locator('#playground').isHidden()).toBe(true);
     expect(await page.locator('#bal-available').innerText()).toMatch(/^\d/);
@@ -232,5 +237,13 @@ describe('the operator console', () => {
     await until(status, (s) => s === 401, 'the revoked key refused');
     expect(await readFile(join(dir, 'keys', 'browser-made.yaml'), 'utf8')).toContain('revoked: true');
     await page.close();
+    // The key holder's console refuses it too, and says why.
+    const holder = await newPage();
+    await holder.goto(`${gw.url}/console/`);
+    await holder.getByRole('textbox', { name: 'API key' }).fill(key);
+    await holder.getByRole('button', { name: 'Sign in' }).click();
+    expect(await holder.getByRole('alert').innerText()).toMatch(/refused/);
+    expect(await holder.evaluate('sessionStorage.getItem("tollgate.apiKey")')).toBeNull();
+    await holder.close();
   });
 });
