@@ -290,7 +290,7 @@ async function loadConfig() {
       c.keys.map((k) => [el('code', {}, k.name), k.group, k.account]),
     ),
     table(
-      'Resources left out, and why',
+      'Resources left out (or of a change refused), and why',
       ['kind', 'name', 'source', 'error'],
       c.left_out.map((e) => [e.kind, e.name, e.source ?? '—', e.message]),
       'None: every resource compiled.',
