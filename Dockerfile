@@ -12,6 +12,7 @@ COPY cli ./cli
 COPY operator ./operator
 COPY proxy ./proxy
 COPY simulator ./simulator
+COPY console ./console
 COPY crds ./crds
 COPY examples ./examples
 COPY tsconfig.json ./

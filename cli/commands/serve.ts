@@ -1,4 +1,3 @@
-import { fileURLToPath } from 'node:url';
 import { FolderConfigSource } from '../../proxy/config/folder-source.js';
 import type { ConfigSource } from '../../proxy/config/source.js';
 import { defaultBilling, defaultFeatures, afterStart } from '../../proxy/front/features.js';
@@ -6,11 +5,11 @@ import { startGateway } from '../../proxy/front/gateway.js';
 import { createLogger, type Logger } from '../../kernel/log.js';
 import { parseFlags, portFlag, UsageError, wholeFlag } from '../args.js';
 import type { Command } from '../command.js';
+import { standaloneKeys } from '../key-folders.js';
 import { readSettingsOrExit } from '../settings.js';
 import type { Settings } from '../../kernel/settings.js';
 import { untilSignal } from '../signals.js';
 
-const QUICKSTART_DIR = fileURLToPath(new URL('../../examples/quickstart/', import.meta.url));
 export const QUICKSTART_ADMIN_TOKEN = 'quickstart-admin';
 
 export const command: Command = {
@@ -23,6 +22,7 @@ export const command: Command = {
   --discovery-ca FILE     with grpcs://: PEM CA that signed the operator's certificate
                           (default: the system roots)
   --quickstart            examples/quickstart + the simulator on 127.0.0.1:8090 + data in .tollgate/
+                          (keys made by the console or keys create --out go to .tollgate/keys/)
   --host H                listen address (default 127.0.0.1; 0.0.0.0 in a container)
   --port N                API port (default 8080)
   --admin-port N          admin port: /healthz /readyz /metrics and the admin API (default 9090)
@@ -69,13 +69,6 @@ export const command: Command = {
       log.info('simulator listening', { url: simulator.url });
     }
 
-    const source: ConfigSource = values['config-from']
-      ? await grpcSource(values['config-from'], values['discovery-ca'], settings, log)
-      : quickstart
-        ? // The quickstart's routes name the simulator at its default address; --simulator-port moves them with it.
-          new FolderConfigSource(QUICKSTART_DIR, log, { rewrite: (text) => text.replaceAll('http://127.0.0.1:8090', simulator!.url) })
-        : new FolderConfigSource(values.config!, log);
-
     const databaseUrl = values['database-url'] ?? settings.databaseUrl;
     const redisUrl = values['redis-url'] ?? settings.redisUrl;
     const dataDir = values.data ?? (quickstart && !databaseUrl ? '.tollgate' : undefined);
@@ -83,6 +76,22 @@ export const command: Command = {
       const { mkdir } = await import('node:fs/promises');
       await mkdir(dataDir, { recursive: true });
     }
+    // Standalone keys made by the console or `tollgate keys create --out`: the quickstart keeps
+    // them in its data folder, out of the tracked examples/; --config DIR in DIR/keys.
+    const keyManifests = values['config-from'] ? undefined : standaloneKeys(quickstart, values.config, dataDir);
+    if (keyManifests) {
+      const { mkdir } = await import('node:fs/promises');
+      await mkdir(keyManifests.writeDir, { recursive: true });
+    }
+
+    const source: ConfigSource = values['config-from']
+      ? await grpcSource(values['config-from'], values['discovery-ca'], settings, log)
+      : new FolderConfigSource(
+          keyManifests!.dirs,
+          log,
+          // The quickstart's routes name the simulator at its default address; --simulator-port moves them with it.
+          quickstart && simulator ? { rewrite: rewriteTo(simulator.url) } : {},
+        );
     // PGlite on a data folder never reaches stable storage by itself (it does not fsync): the
     // billing journal, O_DSYNC, is the durable point of charges there unless another one is set.
     const journaled =
@@ -109,6 +118,7 @@ export const command: Command = {
         options: {
           ...(values['public-url'] ? { publicBaseURL: values['public-url'].replace(/\/+$/, '') } : {}),
           ...(dataDir ? { dataDir } : {}),
+          ...(keyManifests ? { keyManifests } : {}),
           allowLoopbackURLs: quickstart || values['allow-loopback-urls'] === true,
         },
       });
@@ -143,3 +153,6 @@ async function grpcSource(url: string, caFile: string | undefined, settings: Set
     throw new UsageError(`--config-from: ${(err as Error).message}`);
   }
 }
+
+/** The quickstart's manifests with the simulator's default address replaced by where it listens. */
+const rewriteTo = (url: string) => (text: string) => text.replaceAll('http://127.0.0.1:8090', url);

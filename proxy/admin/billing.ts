@@ -90,7 +90,13 @@ export function billingFeature(deps: GatewayDeps): Feature & { adminRoutes: Rout
     const spent = await keySpent(store, key.hash);
     sendJson(ctx.res, 200, {
       ...(await accountView(store, key.account)),
-      key: { name: key.name, spend_limit: key.spendLimitMicro === undefined ? null : fromMicro(key.spendLimitMicro), spent: fromMicro(spent) },
+      key: {
+        name: key.name,
+        group: key.group.name,
+        cc_only: key.group.ccOnly,
+        spend_limit: key.spendLimitMicro === undefined ? null : fromMicro(key.spendLimitMicro),
+        spent: fromMicro(spent),
+      },
     });
   };
 
@@ -103,8 +109,9 @@ export function billingFeature(deps: GatewayDeps): Feature & { adminRoutes: Rout
 
   return {
     routes: [
-      { method: 'GET', path: '/v1/credits', shape: 'openai', auth: 'key', handler: ownCredits },
-      { method: 'GET', path: '/v1/usage', shape: 'openai', auth: 'key', handler: ownUsage },
+      // ccOnly keys read their own balance and usage from any client: the restriction is about calling models.
+      { method: 'GET', path: '/v1/credits', shape: 'openai', auth: 'key', ccOnlyAware: true, handler: ownCredits },
+      { method: 'GET', path: '/v1/usage', shape: 'openai', auth: 'key', ccOnlyAware: true, handler: ownUsage },
     ],
     adminRoutes: [
       {

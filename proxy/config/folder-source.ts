@@ -9,12 +9,20 @@ import { emptiedBy } from './safety.js';
 import type { ConfigSource } from './source.js';
 
 /** Reads every *.yaml / *.yml below a folder (multi-document), parse errors named by file and document. */
-export async function loadManifests(dir: string, rewrite?: (text: string) => string): Promise<{ resources: RawResource[]; errors: CompileError[] }> {
+export async function loadManifests(
+  dirOrDirs: string | readonly string[],
+  rewrite?: (text: string) => string,
+): Promise<{ resources: RawResource[]; errors: CompileError[] }> {
   const resources: RawResource[] = [];
   const errors: CompileError[] = [];
-  const files = (await readdir(dir, { recursive: true })).filter((f) => /\.ya?ml$/i.test(f)).sort();
-  for (const file of files) {
-    const path = join(dir, file);
+  const paths: string[] = [];
+  for (const dir of typeof dirOrDirs === 'string' ? [dirOrDirs] : dirOrDirs) {
+    for (const f of (await readdir(dir, { recursive: true })).filter((f) => /\.ya?ml$/i.test(f)).sort()) {
+      const path = join(dir, f);
+      if (!paths.includes(path)) paths.push(path);
+    }
+  }
+  for (const path of paths) {
     const read = await readFile(path, 'utf8');
     const text = rewrite ? rewrite(read) : read;
     const docs = parseAllDocuments(text);
@@ -42,20 +50,30 @@ export class FolderConfigSource implements ConfigSource {
   private config: GatewayConfig | undefined;
   private readonly listeners = new Listeners<GatewayConfig>();
   private readonly rejections = new Listeners<string>();
-  private watcher: FSWatcher | undefined;
+  private watchers: FSWatcher[] = [];
   private timer: NodeJS.Timeout | undefined;
   private loading: Promise<void> = Promise.resolve();
   lastErrors: CompileError[] = [];
 
+  private readonly dirs: readonly string[];
+
+  /** `dir`: the config folder, or several (standalone keys may live in a folder of their own). */
   constructor(
-    private readonly dir: string,
+    dir: string | readonly string[],
     private readonly log: Logger,
     /** rewrite: applied to each file's text before it is parsed (the quickstart's simulator address on another port). */
     private readonly opts: { watch?: boolean; debounceMs?: number; rewrite?: (text: string) => string } = {},
-  ) {}
+  ) {
+    this.dirs = typeof dir === 'string' ? [dir] : dir;
+  }
 
   current(): GatewayConfig | undefined {
     return this.config;
+  }
+
+  /** The errors of the last load: resources left out of the config in service, or the change refused. */
+  problems(): CompileError[] {
+    return this.lastErrors;
   }
 
   onUpdate(listener: (config: GatewayConfig) => void): () => void {
@@ -69,22 +87,25 @@ export class FolderConfigSource implements ConfigSource {
   async start(): Promise<void> {
     await this.reload();
     if (this.opts.watch === false) return;
-    this.watcher = watch(this.dir, { recursive: true }, () => {
-      clearTimeout(this.timer);
-      this.timer = setTimeout(() => {
-        this.loading = this.loading.then(() => this.reload());
-      }, this.opts.debounceMs ?? 100);
-    });
-    this.watcher.on('error', (err) => this.log.warn('config watch failed', { dir: this.dir, error: err.message }));
+    for (const dir of this.dirs) {
+      const watcher = watch(dir, { recursive: true }, () => {
+        clearTimeout(this.timer);
+        this.timer = setTimeout(() => {
+          this.loading = this.loading.then(() => this.reload());
+        }, this.opts.debounceMs ?? 100);
+      });
+      watcher.on('error', (err) => this.log.warn('config watch failed', { dir, error: err.message }));
+      this.watchers.push(watcher);
+    }
   }
 
   /** Loads, compiles and swaps (or keeps the last good config). Exposed for tests and SIGHUP. */
   async reload(): Promise<void> {
     let loaded;
     try {
-      loaded = await loadManifests(this.dir, this.opts.rewrite);
+      loaded = await loadManifests(this.dirs, this.opts.rewrite);
     } catch (err) {
-      this.log.error('config folder unreadable; keeping the config in service', { dir: this.dir, error: (err as Error).message });
+      this.log.error('config folder unreadable; keeping the config in service', { dirs: this.dirs, error: (err as Error).message });
       return;
     }
     const { config, errors } = compile(loaded.resources);
@@ -114,7 +135,7 @@ export class FolderConfigSource implements ConfigSource {
 
   async stop(): Promise<void> {
     clearTimeout(this.timer);
-    this.watcher?.close();
+    for (const w of this.watchers) w.close();
     await this.loading;
   }
 }

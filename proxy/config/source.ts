@@ -1,4 +1,4 @@
-import type { GatewayConfig } from '../../api/snapshot/index.js';
+import type { CompileError, GatewayConfig } from '../../api/snapshot/index.js';
 
 /**
  * Where the proxy's config comes from: a folder of manifests (standalone) or the operator over
@@ -12,6 +12,8 @@ export interface ConfigSource {
   onUpdate(listener: (config: GatewayConfig) => void): () => void;
   /** Called when an update is refused (invalid, or it would empty the config); the last good one stays. */
   onReject?(listener: (reason: string) => void): () => void;
+  /** Resources the last load left out or refused, and why (standalone; the operator reports them in status). */
+  problems?(): CompileError[];
   /** Starts loading/watching; resolves once started (not necessarily once a config is held). */
   start(): Promise<void>;
   stop(): Promise<void>;

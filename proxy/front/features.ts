@@ -1,5 +1,6 @@
 import { MICRO } from '../../api/snapshot/money.js';
 import { billingFeature } from '../admin/billing.js';
+import { consoleFeature } from '../admin/console.js';
 import { meteredBilling } from '../billing/index.js';
 import { credit } from '../billing/index.js';
 import { chatFeature } from '../chat/feature.js';
@@ -12,7 +13,7 @@ import type { GatewayDeps } from '../http/deps.js';
  * What `tollgate serve` mounts. Each feature is a folder that contributes routes (and, later,
  * background workers); this list is the one place they are put together.
  */
-export const defaultFeatures: FeatureFactory[] = [chatFeature, tasksFeature(), billingFeature];
+export const defaultFeatures: FeatureFactory[] = [chatFeature, tasksFeature(), billingFeature, consoleFeature];
 
 /** Chat is metered: leases, holds and group-committed captures (proxy/billing/engine.ts). */
 export function defaultBilling(deps: Omit<GatewayDeps, 'billing'>): Billing {

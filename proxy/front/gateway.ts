@@ -123,6 +123,7 @@ export async function startGateway(opts: StartOptions): Promise<Gateway> {
     limiter,
     settings,
     upstreamAgent: createUpstreamAgent(),
+    configProblems: () => opts.source.problems?.() ?? [],
   };
   let deps: GatewayDeps;
   let features: ReturnType<FeatureFactory>[];

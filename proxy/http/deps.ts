@@ -1,5 +1,6 @@
 import type { Dispatcher } from 'undici';
 import type { Registry } from 'prom-client';
+import type { CompileError } from '../../api/snapshot/index.js';
 import type { Settings } from '../../kernel/settings.js';
 import type { RateLimiter } from '../auth/rate-limit.js';
 import type { Billing } from '../billing/index.js';
@@ -24,6 +25,11 @@ export interface GatewayOptions {
   /** Worker poll interval for tasks and webhooks (ms). */
   workerIntervalMs: number;
   adminToken: string;
+  /**
+   * Standalone: the folders whose ApiKey manifests the console and CLI edit, and the one new keys
+   * are written to (watched by the folder source). Absent in a cluster: keys are resources there.
+   */
+  keyManifests?: { dirs: string[]; writeDir: string };
 }
 
 /** What a feature (chat, billing admin, tasks) is built from. */
@@ -45,6 +51,8 @@ export interface GatewayDeps {
   options: GatewayOptions;
   /** The process's settings, read once at start. */
   settings: Settings;
+  /** Resources the config source left out or refused, and why (the operator's console shows them). */
+  configProblems?: () => CompileError[];
 }
 
 /** A feature contributes routes and, optionally, background work. */

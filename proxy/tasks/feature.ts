@@ -18,6 +18,7 @@ import { imageRoutes } from './images/routes.js';
 import { MediaFetcher } from './media.js';
 import { resolveSettings, settingsFrom, type TaskSettings } from './settings.js';
 import { LocalStorage, S3Storage, sharedSigningKey, type ResultStorage } from './storage/index.js';
+import { taskListRoutes } from './listing.js';
 import { getTask } from './store.js';
 import { videoKind } from './videos/pricing.js';
 import { videoRoutes } from './videos/routes.js';
@@ -121,9 +122,11 @@ export function tasksFeature(overrides: Partial<TaskSettings> = {}) {
       onSubmitted: (kind) => submitted.inc({ kind }),
     };
 
+    const lists = taskListRoutes(rt);
     return {
-      routes: [...imageRoutes(rt, policy), ...videoRoutes(rt, policy), ...(storage.route ? [storage.route()] : [])],
+      routes: [...imageRoutes(rt, policy), ...videoRoutes(rt, policy), ...(storage.route ? [storage.route()] : []), ...lists.routes],
       adminRoutes: [
+        ...lists.adminRoutes,
         {
           method: 'GET',
           path: '/admin/v1/tasks/:id',

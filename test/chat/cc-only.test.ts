@@ -55,12 +55,12 @@ describe('a ccOnly group', () => {
     }
   }
 
-  it('refuses the official Anthropic SDK on /v1/messages, count_tokens and /v1/models', async () => {
+  it('refuses the official Anthropic SDK on /v1/messages and count_tokens, and lets it read the catalog', async () => {
     const client = new Anthropic({ baseURL: stack.gw.url, apiKey: null, authToken: CC_KEY, maxRetries: 0 });
     const msg = { model: 'sim-claude', max_tokens: 10, messages: [{ role: 'user' as const, content: 'hi' }] };
     await expect(client.messages.create(msg)).rejects.toBeInstanceOf(Anthropic.PermissionDeniedError);
     await expect(client.messages.countTokens({ model: 'sim-claude', messages: msg.messages })).rejects.toMatchObject({ status: 403 });
-    await expect(client.models.list()).rejects.toMatchObject({ status: 403 });
+    expect((await client.models.list()).data.map((m) => m.id)).toEqual(['sim-claude', 'sim-gpt']);
   });
 
   it('refuses the OpenAI endpoints, which Claude Code does not use, whatever the client', async () => {
@@ -76,13 +76,12 @@ describe('a ccOnly group', () => {
     await expect(client.responses.create({ model: 'sim-gpt', input: 'hi' })).rejects.toMatchObject({ status: 403, type: 'permission_error' });
   });
 
-  it('refuses every other endpoint (images, videos, credits) with 403 in the OpenAI shape before its handler runs', async () => {
+  it('refuses every other endpoint (images, videos) with 403 in the OpenAI shape before its handler runs', async () => {
     const cc = loadFixtures().find((f) => f.name === 'claude-code-2.1-interactive')!;
     const upstreamBefore = stack.sim.recorder.all().length;
     for (const [method, path, body] of [
       ['POST', '/v1/images/generations', { model: 'sim-claude', prompt: 'a cat' }],
       ['POST', '/v1/videos/generations', { model: 'sim-claude', prompt: 'a cat' }],
-      ['GET', '/v1/credits', undefined],
     ] as const) {
       const r = await request(`${stack.gw.url}${path}`, {
         method,

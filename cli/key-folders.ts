@@ -1,0 +1,17 @@
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const QUICKSTART_DIR = fileURLToPath(new URL('../examples/quickstart/', import.meta.url));
+
+/**
+ * Standalone ApiKey manifests: the folders the gateway reads them from, and the one new keys
+ * go to. The quickstart keeps user-made keys in its data folder, out of the tracked examples/;
+ * `--config DIR` keeps them in DIR/keys, read and watched with the rest of DIR.
+ */
+export function standaloneKeys(quickstart: boolean, configDir: string | undefined, dataDir: string | undefined): { dirs: string[]; writeDir: string } {
+  if (quickstart) {
+    const writeDir = join(dataDir ?? '.tollgate', 'keys');
+    return { dirs: [QUICKSTART_DIR, writeDir], writeDir };
+  }
+  return { dirs: [configDir!], writeDir: join(configDir!, 'keys') };
+}
