@@ -1,4 +1,5 @@
 import { anthropicMessagesRoutes } from './anthropic-messages.js';
+import { geminiGenerateRoutes } from './gemini-generate.js';
 import { mediaRoutes } from './media-routes.js';
 import { openaiChatRoutes } from './openai-chat.js';
 import { openaiResponsesRoutes } from './openai-responses.js';
@@ -17,7 +18,7 @@ export interface StartSimulatorOptions {
 }
 
 /** Every protocol the simulator speaks, in one list. */
-export const ROUTES: SimRoute[] = [...openaiChatRoutes, ...openaiResponsesRoutes, ...anthropicMessagesRoutes, ...mediaRoutes];
+export const ROUTES: SimRoute[] = [...openaiChatRoutes, ...openaiResponsesRoutes, ...anthropicMessagesRoutes, ...mediaRoutes, ...geminiGenerateRoutes];
 
 export function startSimulator(opts: StartSimulatorOptions = {}): Promise<Simulator> {
   return startSimulatorServer({ ...opts, routes: ROUTES });

@@ -85,6 +85,10 @@ export function compile(inputs: RawResource[], opts: CompileOptions = {}): Compi
         priority: b.priority ?? 0,
         ...(b.path ? { path: b.path } : {}),
         ...(b.headers ? { headers: b.headers } : {}),
+        ...(b.region ? { region: b.region } : {}),
+        ...(b.project ? { project: b.project } : {}),
+        ...(b.apiVersion ? { apiVersion: b.apiVersion } : {}),
+        ...(b.paths ? { paths: b.paths } : {}),
         timeoutMs: (b.timeoutSeconds ?? DEFAULT_TIMEOUT_S) * 1000,
       });
     });

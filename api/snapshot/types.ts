@@ -12,7 +12,7 @@ export interface GatewayConfig {
 }
 
 export type ModelType = 'chat' | 'image' | 'video';
-export type ProviderName = 'openai' | 'anthropic' | 'openai-compatible' | 'replicate' | 'simulator';
+export type ProviderName = 'openai' | 'anthropic' | 'openai-compatible' | 'replicate' | 'simulator' | 'gemini' | 'vertex' | 'bedrock' | 'azure-openai';
 
 /** Micro-credit amounts, as decimal integer strings. Per million tokens for chat. */
 export interface MicroPricing {
@@ -36,6 +36,11 @@ export interface CompiledBackend {
   path?: string;
   headers?: Record<string, string>;
   timeoutMs: number;
+  region?: string;
+  project?: string;
+  apiVersion?: string;
+  /** openai-compatible: the path of each protocol it speaks natively. */
+  paths?: { chatCompletions?: string; responses?: string; messages?: string };
 }
 
 export interface CompiledModel {

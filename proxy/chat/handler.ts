@@ -156,7 +156,7 @@ async function forward(
     const provider = chatProvider(backend.provider);
     if (!provider) return undefined;
     if (provider.speaks.has(adapter.protocol)) return { provider, codec: undefined };
-    const codec = c.translation ? chatCodecFor(provider) : undefined;
+    const codec = c.translation ? chatCodecFor(provider, backend) : undefined;
     return codec ? { provider, codec } : undefined;
   };
 

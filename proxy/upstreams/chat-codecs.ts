@@ -3,7 +3,10 @@ import type { ChatProtocol } from '../ir/protocol.js';
 import type { Usage } from '../ir/usage.js';
 import { decodeMessagesResponse, encodeMessagesRequest, MessagesStreamDecoder } from './anthropic/messages-codec.js';
 import { ChatStreamDecoder, decodeChatResponse, encodeChatRequest } from './openai/chat-codec.js';
-import type { Provider } from './types.js';
+import { geminiPath } from './gemini/index.js';
+import { encodeGeminiRequest } from './gemini/request.js';
+import { decodeGeminiResponse, GeminiStreamDecoder, geminiError } from './gemini/response.js';
+import type { CompiledBackend, Provider } from './types.js';
 
 /** An upstream SSE stream, decoded event by event into IR parts. */
 export interface UpstreamStreamDecoder {
@@ -16,6 +19,8 @@ export interface UpstreamStreamDecoder {
   readonly reported: Usage | null;
   /** Bytes of output text, reasoning and tool arguments seen. */
   outputBytes: number;
+  /** A stream that is not SSE (codec.streamType): its raw bytes, chunk by chunk. */
+  bytes?(chunk: Buffer): IrStreamPart[];
 }
 
 /** How a provider is reached through the IR: the protocol it is spoken to in, and its codec. */
@@ -26,6 +31,10 @@ export interface UpstreamChatCodec {
   streamDecoder(): UpstreamStreamDecoder;
   /** The message and type of an error answer in this wire's shape. */
   error(body: unknown): { message: string; type?: string };
+  /** The call's path when it is not provider.path(backend, op): Gemini names the model and the method in it. */
+  path?(backend: CompiledBackend, stream: boolean): string;
+  /** Content type of the stream when it is not SSE (Bedrock's binary event stream). */
+  streamType?: RegExp;
 }
 
 const isObj = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -51,8 +60,25 @@ const messagesCodec: UpstreamChatCodec = {
   error: errorOf,
 };
 
+/** Gemini's generateContent (AI Studio); `op` is unused, the path names the method. */
+const geminiCodec: UpstreamChatCodec = {
+  op: 'chat-completions',
+  encode: (ir, model, cap) => encodeGeminiRequest(ir, model, cap),
+  decode: decodeGeminiResponse,
+  streamDecoder: () => new GeminiStreamDecoder(),
+  error: geminiError,
+  path: geminiPath,
+};
+
+/** Providers with a wire of their own (the codec may depend on the backend: Vertex serves Gemini and Claude). */
+const OWN_CODECS: Record<string, (backend: CompiledBackend | undefined) => UpstreamChatCodec | undefined> = {
+  gemini: () => geminiCodec,
+};
+
 /** The codec a provider is translated through, by what it speaks (Messages first for Anthropic, Chat Completions else). */
-export function chatCodecFor(provider: Provider): UpstreamChatCodec | undefined {
+export function chatCodecFor(provider: Provider, backend?: CompiledBackend): UpstreamChatCodec | undefined {
+  const own = OWN_CODECS[provider.name];
+  if (own) return own(backend);
   if (provider.speaks.has('messages')) return messagesCodec;
   if (provider.speaks.has('chat-completions')) return chatCodec(provider.name === 'openai');
   return undefined;

@@ -1,5 +1,6 @@
 import type { ProviderName } from '../../api/snapshot/index.js';
 import { anthropic } from './anthropic/index.js';
+import { gemini } from './gemini/index.js';
 import { openaiCompatible } from './openai-compatible/index.js';
 import { openaiImages } from './openai/images.js';
 import { openai } from './openai/index.js';
@@ -21,6 +22,7 @@ const PROVIDERS: Partial<Record<ProviderName, ProviderEntry>> = {
   anthropic: { chat: anthropic },
   'openai-compatible': { chat: openaiCompatible },
   replicate: { tasks: [replicate] },
+  gemini: { chat: gemini },
 };
 
 export function chatProvider(name: ProviderName): Provider | undefined {
