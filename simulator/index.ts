@@ -1,4 +1,5 @@
 import { anthropicMessagesRoutes } from './anthropic-messages.js';
+import { azureOpenaiRoutes } from './azure-openai.js';
 import { geminiGenerateRoutes } from './gemini-generate.js';
 import { mediaRoutes } from './media-routes.js';
 import { openaiChatRoutes } from './openai-chat.js';
@@ -18,7 +19,14 @@ export interface StartSimulatorOptions {
 }
 
 /** Every protocol the simulator speaks, in one list. */
-export const ROUTES: SimRoute[] = [...openaiChatRoutes, ...openaiResponsesRoutes, ...anthropicMessagesRoutes, ...mediaRoutes, ...geminiGenerateRoutes];
+export const ROUTES: SimRoute[] = [
+  ...openaiChatRoutes,
+  ...openaiResponsesRoutes,
+  ...anthropicMessagesRoutes,
+  ...mediaRoutes,
+  ...geminiGenerateRoutes,
+  ...azureOpenaiRoutes,
+];
 
 export function startSimulator(opts: StartSimulatorOptions = {}): Promise<Simulator> {
   return startSimulatorServer({ ...opts, routes: ROUTES });

@@ -80,6 +80,6 @@ export function chatCodecFor(provider: Provider, backend?: CompiledBackend): Ups
   const own = OWN_CODECS[provider.name];
   if (own) return own(backend);
   if (provider.speaks.has('messages')) return messagesCodec;
-  if (provider.speaks.has('chat-completions')) return chatCodec(provider.name === 'openai');
+  if (provider.speaks.has('chat-completions')) return chatCodec(provider.name === 'openai' || provider.name === 'azure-openai');
   return undefined;
 }

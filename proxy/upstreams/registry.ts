@@ -1,5 +1,6 @@
 import type { ProviderName } from '../../api/snapshot/index.js';
 import { anthropic } from './anthropic/index.js';
+import { azureOpenai } from './azure/index.js';
 import { gemini } from './gemini/index.js';
 import { openaiCompatible } from './openai-compatible/index.js';
 import { openaiImages } from './openai/images.js';
@@ -23,6 +24,7 @@ const PROVIDERS: Partial<Record<ProviderName, ProviderEntry>> = {
   'openai-compatible': { chat: openaiCompatible },
   replicate: { tasks: [replicate] },
   gemini: { chat: gemini },
+  'azure-openai': { chat: azureOpenai },
 };
 
 export function chatProvider(name: ProviderName): Provider | undefined {
