@@ -1,5 +1,6 @@
 import { anthropicMessagesRoutes } from './anthropic-messages.js';
 import { azureOpenaiRoutes } from './azure-openai.js';
+import { bedrockConverseRoutes } from './bedrock-converse.js';
 import { geminiGenerateRoutes } from './gemini-generate.js';
 import { mediaRoutes } from './media-routes.js';
 import { openaiChatRoutes } from './openai-chat.js';
@@ -26,6 +27,7 @@ export const ROUTES: SimRoute[] = [
   ...mediaRoutes,
   ...geminiGenerateRoutes,
   ...azureOpenaiRoutes,
+  ...bedrockConverseRoutes,
 ];
 
 export function startSimulator(opts: StartSimulatorOptions = {}): Promise<Simulator> {

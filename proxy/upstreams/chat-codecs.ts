@@ -3,6 +3,9 @@ import type { ChatProtocol } from '../ir/protocol.js';
 import type { Usage } from '../ir/usage.js';
 import { decodeMessagesResponse, encodeMessagesRequest, MessagesStreamDecoder } from './anthropic/messages-codec.js';
 import { ChatStreamDecoder, decodeChatResponse, encodeChatRequest } from './openai/chat-codec.js';
+import { conversePath } from './bedrock/index.js';
+import { encodeConverseRequest } from './bedrock/request.js';
+import { converseError, ConverseStreamDecoder, decodeConverseResponse } from './bedrock/response.js';
 import { geminiPath } from './gemini/index.js';
 import { encodeGeminiRequest } from './gemini/request.js';
 import { decodeGeminiResponse, GeminiStreamDecoder, geminiError } from './gemini/response.js';
@@ -70,9 +73,21 @@ const geminiCodec: UpstreamChatCodec = {
   path: geminiPath,
 };
 
+/** Bedrock's Converse; streams are AWS event streams, not SSE. */
+const converseCodec: UpstreamChatCodec = {
+  op: 'chat-completions',
+  encode: (ir, model, cap) => encodeConverseRequest(ir, model, cap),
+  decode: decodeConverseResponse,
+  streamDecoder: () => new ConverseStreamDecoder(),
+  error: converseError,
+  path: conversePath,
+  streamType: /^application\/vnd\.amazon\.eventstream/i,
+};
+
 /** Providers with a wire of their own (the codec may depend on the backend: Vertex serves Gemini and Claude). */
 const OWN_CODECS: Record<string, (backend: CompiledBackend | undefined) => UpstreamChatCodec | undefined> = {
   gemini: () => geminiCodec,
+  bedrock: () => converseCodec,
 };
 
 /** The codec a provider is translated through, by what it speaks (Messages first for Anthropic, Chat Completions else). */

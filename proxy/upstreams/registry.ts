@@ -1,6 +1,7 @@
 import type { ProviderName } from '../../api/snapshot/index.js';
 import { anthropic } from './anthropic/index.js';
 import { azureOpenai } from './azure/index.js';
+import { bedrock } from './bedrock/index.js';
 import { gemini } from './gemini/index.js';
 import { openaiCompatible } from './openai-compatible/index.js';
 import { openaiImages } from './openai/images.js';
@@ -25,6 +26,7 @@ const PROVIDERS: Partial<Record<ProviderName, ProviderEntry>> = {
   replicate: { tasks: [replicate] },
   gemini: { chat: gemini },
   'azure-openai': { chat: azureOpenai },
+  bedrock: { chat: bedrock },
 };
 
 export function chatProvider(name: ProviderName): Provider | undefined {
