@@ -2,6 +2,7 @@ import { anthropicMessagesRoutes } from './anthropic-messages.js';
 import { azureOpenaiRoutes } from './azure-openai.js';
 import { bedrockConverseRoutes } from './bedrock-converse.js';
 import { geminiGenerateRoutes } from './gemini-generate.js';
+import { geminiVertexRoutes } from './gemini-vertex.js';
 import { mediaRoutes } from './media-routes.js';
 import { openaiChatRoutes } from './openai-chat.js';
 import { openaiResponsesRoutes } from './openai-responses.js';
@@ -28,6 +29,7 @@ export const ROUTES: SimRoute[] = [
   ...geminiGenerateRoutes,
   ...azureOpenaiRoutes,
   ...bedrockConverseRoutes,
+  ...geminiVertexRoutes,
 ];
 
 export function startSimulator(opts: StartSimulatorOptions = {}): Promise<Simulator> {

@@ -58,16 +58,17 @@ export async function translatedAttempt(
   provider.headers(backend, ctx.req.headers, credential, headers);
   if (backend.headers) Object.assign(headers, backend.headers);
   const body = Buffer.from(JSON.stringify(codec.encode({ ...t.decoded.ir, stream: t.stream }, backend.model, t.outputCap)));
-  const path = codec.path?.(backend, t.stream) ?? provider.path(backend, codec.op);
+  // authorize() may complete the path (Vertex: the project named by the service account key).
+  const call = { path: codec.path?.(backend, t.stream) ?? provider.path(backend, codec.op), headers, body };
   let resp: Dispatcher.ResponseData;
   try {
-    await provider.authorize?.(backend, credential, { path, headers, body });
+    await provider.authorize?.(backend, credential, call);
   } catch (err) {
     ctx.log.warn('upstream auth failed', { requestId: ctx.requestId, provider: backend.provider, error: (err as Error).message });
     return { failed: { kind: 'unavailable' } };
   }
   try {
-    resp = await callUpstream({ backend, path, headers, body, signal: t.signal, dispatcher: t.dispatcher });
+    resp = await callUpstream({ backend, path: call.path, headers, body, signal: t.signal, dispatcher: t.dispatcher });
   } catch (err) {
     return { failed: { kind: (err as UpstreamError).kind } };
   }

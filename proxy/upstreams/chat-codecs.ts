@@ -7,6 +7,7 @@ import { conversePath } from './bedrock/index.js';
 import { encodeConverseRequest } from './bedrock/request.js';
 import { converseError, ConverseStreamDecoder, decodeConverseResponse } from './bedrock/response.js';
 import { geminiPath } from './gemini/index.js';
+import { isClaude, vertexPath } from './vertex/index.js';
 import { encodeGeminiRequest } from './gemini/request.js';
 import { decodeGeminiResponse, GeminiStreamDecoder, geminiError } from './gemini/response.js';
 import type { CompiledBackend, Provider } from './types.js';
@@ -55,6 +56,8 @@ const chatCodec = (openaiItself: boolean): UpstreamChatCodec => ({
   error: errorOf,
 });
 
+export const VERTEX_ANTHROPIC_VERSION = 'vertex-2023-10-16';
+
 const messagesCodec: UpstreamChatCodec = {
   op: 'messages',
   encode: (ir, model, cap) => encodeMessagesRequest(ir, model, cap),
@@ -84,10 +87,24 @@ const converseCodec: UpstreamChatCodec = {
   streamType: /^application\/vnd\.amazon\.eventstream/i,
 };
 
+/** Vertex AI: Gemini through the Gemini codec at Vertex's paths. */
+const vertexGeminiCodec: UpstreamChatCodec = { ...geminiCodec, path: vertexPath };
+
+/** Claude on Vertex: the Messages body without `model` (it is in the path), with Vertex's anthropic_version. */
+const vertexClaudeCodec: UpstreamChatCodec = {
+  ...messagesCodec,
+  encode: (ir, model, cap) => {
+    const { model: _inPath, ...body } = encodeMessagesRequest(ir, model, cap);
+    return { anthropic_version: VERTEX_ANTHROPIC_VERSION, ...body };
+  },
+  path: vertexPath,
+};
+
 /** Providers with a wire of their own (the codec may depend on the backend: Vertex serves Gemini and Claude). */
 const OWN_CODECS: Record<string, (backend: CompiledBackend | undefined) => UpstreamChatCodec | undefined> = {
   gemini: () => geminiCodec,
   bedrock: () => converseCodec,
+  vertex: (backend) => (backend && isClaude(backend) ? vertexClaudeCodec : vertexGeminiCodec),
 };
 
 /** The codec a provider is translated through, by what it speaks (Messages first for Anthropic, Chat Completions else). */

@@ -8,6 +8,7 @@ import { openaiImages } from './openai/images.js';
 import { openai } from './openai/index.js';
 import { openaiVideos } from './openai/videos.js';
 import { replicate } from './replicate/index.js';
+import { vertex } from './vertex/index.js';
 import type { TaskKind, TaskProvider } from './task-provider.js';
 import type { Provider } from './types.js';
 
@@ -27,6 +28,7 @@ const PROVIDERS: Partial<Record<ProviderName, ProviderEntry>> = {
   gemini: { chat: gemini },
   'azure-openai': { chat: azureOpenai },
   bedrock: { chat: bedrock },
+  vertex: { chat: vertex },
 };
 
 export function chatProvider(name: ProviderName): Provider | undefined {

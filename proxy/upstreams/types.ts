@@ -21,8 +21,8 @@ export interface Provider {
   headers(backend: CompiledBackend, client: IncomingHttpHeaders, credential: string | undefined, out: Record<string, string>): void;
   /**
    * Auth that needs the finished request or a round trip (SigV4 over the body, an OAuth token
-   * from a service account key): called last, before a translated call goes out. Its errors
-   * never name the credential.
+   * from a service account key): called last, before a translated call goes out; it may complete
+   * call.path. Its errors never name the credential.
    */
   authorize?(backend: CompiledBackend, credential: string | undefined, call: { path: string; headers: Record<string, string>; body: Buffer }): Promise<void>;
 }

@@ -41,10 +41,16 @@ export function route(name: string, backend: Record<string, unknown>, extra: Rec
   };
 }
 
-export async function providerStack(routes: (sim: string) => object[], env: Record<string, string>): Promise<ProviderStack> {
+/** `env`: the environment credentials are read from (a function when they name the simulator's URL). */
+export async function providerStack(
+  routes: (sim: string) => object[],
+  env: Record<string, string> | ((sim: string) => Record<string, string>),
+): Promise<ProviderStack> {
   const logs: string[] = [];
+  const settings = readSettings({});
   const stack = await startStack(
     (sim) => {
+      Object.assign(settings, { secretFromEnv: readSettings(typeof env === 'function' ? env(sim) : env).secretFromEnv });
       const rs = routes(sim);
       return [
         ...rs,
@@ -55,7 +61,7 @@ export async function providerStack(routes: (sim: string) => object[], env: Reco
         apiKey('k', KEY, 'g'),
       ];
     },
-    { settings: readSettings(env), log: capture(logs) },
+    { settings, log: capture(logs) },
   );
   return {
     stack,
