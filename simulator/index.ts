@@ -1,6 +1,7 @@
 import { anthropicMessagesRoutes } from './anthropic-messages.js';
 import { azureOpenaiRoutes } from './azure-openai.js';
 import { bedrockConverseRoutes } from './bedrock-converse.js';
+import { compatibleDeepseekRoutes } from './compatible-deepseek.js';
 import { geminiGenerateRoutes } from './gemini-generate.js';
 import { geminiVertexRoutes } from './gemini-vertex.js';
 import { mediaRoutes } from './media-routes.js';
@@ -30,6 +31,7 @@ export const ROUTES: SimRoute[] = [
   ...azureOpenaiRoutes,
   ...bedrockConverseRoutes,
   ...geminiVertexRoutes,
+  ...compatibleDeepseekRoutes,
 ];
 
 export function startSimulator(opts: StartSimulatorOptions = {}): Promise<Simulator> {

@@ -45,9 +45,9 @@ export async function handleChat(ctx: RequestContext, deps: GatewayDeps, adapter
 
   // A backend that speaks the client's protocol is passed the bytes; any other chat backend is
   // reached through the IR (decoded once, here, so a field it cannot carry is a 400 before the hold).
-  const native = entry.model.backends.some((b) => chatProvider(b.provider)?.speaks.has(adapter.protocol));
+  const native = entry.model.backends.some((b) => chatProvider(b.provider, b)?.speaks.has(adapter.protocol));
   const client = clientCodec(adapter.protocol);
-  const foreign = entry.model.backends.filter((b) => !chatProvider(b.provider)?.speaks.has(adapter.protocol));
+  const foreign = entry.model.backends.filter((b) => !chatProvider(b.provider, b)?.speaks.has(adapter.protocol));
   let decoded: ClientDecoded | undefined;
   if (foreign.length) {
     try {
@@ -67,7 +67,7 @@ export async function handleChat(ctx: RequestContext, deps: GatewayDeps, adapter
     const spoken = [...new Set(entry.model.backends.map((b) => b.provider))].join(', ');
     const endpoints = new Set<string>();
     for (const b of entry.model.backends)
-      for (const op of chatProvider(b.provider)?.speaks ?? []) if (op in ENDPOINTS) endpoints.add(ENDPOINTS[op as ChatProtocol]);
+      for (const op of chatProvider(b.provider, b)?.speaks ?? []) if (op in ENDPOINTS) endpoints.add(ENDPOINTS[op as ChatProtocol]);
     throw new GatewayError(
       'not_implemented',
       `model "${info.model}" is served by ${spoken}, which does not speak the ${adapter.protocol} protocol, and translation from it is not available yet; call it through ${[...endpoints].join(' or ') || 'its own endpoint'}`,
@@ -153,7 +153,7 @@ async function forward(
   // With `drain`, the upstream outlives the client; otherwise it is aborted with it.
   const upstreamSignal = drain ? new AbortController().signal : ctx.signal;
   const usable = (backend: CompiledBackend) => {
-    const provider = chatProvider(backend.provider);
+    const provider = chatProvider(backend.provider, backend);
     if (!provider) return undefined;
     if (provider.speaks.has(adapter.protocol)) return { provider, codec: undefined };
     const codec = c.translation ? chatCodecFor(provider, backend) : undefined;

@@ -1,9 +1,12 @@
-import type { Operation, Provider } from '../types.js';
+import { DEFAULT_ANTHROPIC_VERSION } from '../anthropic/index.js';
+import { clientHeader } from '../headers.js';
+import type { CompiledBackend, Operation, Provider } from '../types.js';
 
 /**
- * OpenAI-compatible servers (vLLM, DeepSeek, Ollama, ...): Chat Completions only, at
+ * OpenAI-compatible servers (vLLM, DeepSeek, Ollama, Kimi, GLM, ...): Chat Completions at
  * baseURL + backend.path (default /chat/completions); Bearer auth when a credential is set;
- * the backend's extra headers are added by the caller.
+ * the backend's extra headers are added by the caller. DeepSeek-style `reasoning_content`
+ * (and `reasoning`) in answers and streams become reasoning parts (openai/chat-codec.ts).
  */
 export const openaiCompatible: Provider = {
   name: 'openai-compatible',
@@ -13,3 +16,38 @@ export const openaiCompatible: Provider = {
     if (credential) out.authorization = `Bearer ${credential}`;
   },
 };
+
+const derived = new WeakMap<CompiledBackend, Provider>();
+
+/**
+ * A backend with `paths` speaks exactly the protocols it names (chatCompletions, responses,
+ * messages), each passed through when the client speaks it; the others are translated to one
+ * of them. Its Messages endpoint gets the key as x-api-key too, and an anthropic-version;
+ * Anthropic's beta flags are not sent (servers that are not Anthropic refuse ones they do not know).
+ */
+export function openaiCompatibleFor(backend: CompiledBackend): Provider {
+  const paths = backend.paths;
+  if (!paths) return openaiCompatible;
+  let p = derived.get(backend);
+  if (p) return p;
+  const byOp: Partial<Record<Operation, string>> = {
+    ...(paths.chatCompletions ? { 'chat-completions': paths.chatCompletions } : {}),
+    ...(paths.responses ? { responses: paths.responses } : {}),
+    ...(paths.messages ? { messages: paths.messages } : {}),
+  };
+  if (!paths.chatCompletions && !paths.responses && !paths.messages) byOp['chat-completions'] = backend.path ?? '/chat/completions';
+  const speaksMessages = byOp.messages !== undefined;
+  p = {
+    name: 'openai-compatible',
+    speaks: new Set(Object.keys(byOp) as Operation[]),
+    path: (_b, op) => byOp[op] ?? byOp['chat-completions'] ?? '/chat/completions',
+    headers(_b, client, credential, out) {
+      if (credential) out.authorization = `Bearer ${credential}`;
+      if (!speaksMessages) return;
+      if (credential) out['x-api-key'] = credential;
+      out['anthropic-version'] = clientHeader(client, 'anthropic-version') ?? DEFAULT_ANTHROPIC_VERSION;
+    },
+  };
+  derived.set(backend, p);
+  return p;
+}
