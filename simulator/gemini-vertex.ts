@@ -1,6 +1,6 @@
 import { createPublicKey, verify } from 'node:crypto';
 import { anthropicMessagesRoutes } from './anthropic-messages.js';
-import { generateContent, geminiError } from './gemini-generate.js';
+import { countTokens, generateContent, geminiError } from './gemini-generate.js';
 import type { SimRequest, SimRoute } from './server.js';
 import { sendJson } from './sim-stream.js';
 import { simId } from './text.js';
@@ -8,7 +8,7 @@ import { simId } from './text.js';
 /**
  * Vertex AI as REGION-aiplatform.googleapis.com answers it, and Google's OAuth token endpoint:
  *   POST /v1/projects/{p}/locations/{l}/publishers/google/models/{model}:generateContent
- *        (and :streamGenerateContent?alt=sse)            Gemini's bodies (simulator/gemini-generate.ts)
+ *        (and :streamGenerateContent?alt=sse, :countTokens)  Gemini's bodies (simulator/gemini-generate.ts)
  *   POST /v1/projects/{p}/locations/{l}/publishers/anthropic/models/{model}:rawPredict
  *        (and :streamRawPredict)                          Messages bodies with anthropic_version
  *                                                         vertex-2023-10-16 and no model
@@ -131,6 +131,7 @@ async function google(r: SimRequest): Promise<void> {
   const [model, method] = (r.params.model ?? '').split(':');
   if (method === 'generateContent') return generateContent(r, model!, false);
   if (method === 'streamGenerateContent' && r.query.get('alt') === 'sse') return generateContent(r, model!, true);
+  if (method === 'countTokens') return countTokens(r);
   geminiError(r, 404, 'NOT_FOUND', `simulator: no method ${method ?? ''} on publishers/google/models/${model ?? ''}`);
 }
 

@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { CompiledBackend } from '../../api/snapshot/index.js';
+import type { IrRequest } from '../ir/chat.js';
 import type { ChatProtocol } from '../ir/protocol.js';
 
 export type { ChatProtocol, CompiledBackend };
@@ -25,4 +26,13 @@ export interface Provider {
    * call.path. Its errors never name the credential.
    */
   authorize?(backend: CompiledBackend, credential: string | undefined, call: { path: string; headers: Record<string, string>; body: Buffer }): Promise<void>;
+  /**
+   * count_tokens in the provider's own wire (Gemini's countTokens), for a provider that does not
+   * speak Anthropic's: the call for a request (undefined: this backend cannot count), and the
+   * count in its answer.
+   */
+  countTokens?: {
+    call(backend: CompiledBackend, ir: IrRequest): { path: string; body: Record<string, unknown> } | undefined;
+    count(body: unknown): number | undefined;
+  };
 }

@@ -220,6 +220,22 @@ describe('@anthropic-ai/sdk, Messages', () => {
     expect(priceOf(rec)).toBeLessThan(BigInt(rec.input_tokens as string) * 3n + BigInt(rec.output_tokens as string) * 5n);
   });
 
+  it("count_tokens is Gemini's own countTokens (the whole request: system, tools), the same count a call then reports", async () => {
+    const req = {
+      model: 'gem-flash',
+      system: 'You count.',
+      tools: [{ name: WEATHER.name, description: WEATHER.description, input_schema: WEATHER.parameters as Anthropic.Tool.InputSchema }],
+      messages: [{ role: 'user' as const, content: 'How many tokens is this?' }],
+    };
+    const { data, response } = await p.anthropic.messages.countTokens(req).withResponse();
+    expect(response.headers.get('x-tollgate-token-count')).toBeNull();
+    const up = p.stack.sim.recorder.last();
+    expect(up!.path).toBe('/v1beta/models/gemini-2.5-flash:countTokens');
+    expect(up!.headers['x-goog-api-key']).toBe(GEMINI_KEY);
+    const msg = await p.anthropic.messages.create({ ...req, max_tokens: 50 });
+    expect(data.input_tokens).toBe(msg.usage.input_tokens + (msg.usage.cache_read_input_tokens ?? 0));
+  });
+
   it('max_tokens reached: MAX_TOKENS maps to max_tokens', async () => {
     const msg = await p.anthropic.messages.create({ model: 'gem-flash', max_tokens: 3, messages: [{ role: 'user', content: 'long [sim:tokens=40]' }] });
     expect(msg.stop_reason).toBe('max_tokens');

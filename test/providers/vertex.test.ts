@@ -76,6 +76,15 @@ describe('Gemini on Vertex', () => {
     expect(BigInt(rec.credits as string)).toBe(priceOf(rec));
   });
 
+  it('count_tokens: Gemini on Vertex counts at :countTokens with its token; Claude on Vertex is estimated', async () => {
+    const g = await p.anthropic.messages.countTokens({ model: 'vx-gemini', messages: [{ role: 'user', content: 'count me' }] }).withResponse();
+    expect(g.response.headers.get('x-tollgate-token-count')).toBeNull();
+    expect(p.stack.sim.recorder.last()!.path).toBe('/v1/projects/sim-project/locations/us-central1/publishers/google/models/gemini-2.5-pro:countTokens');
+    expect(g.data.input_tokens).toBeGreaterThan(0);
+    const c = await p.anthropic.messages.countTokens({ model: 'vx-claude', messages: [{ role: 'user', content: 'count me' }] }).withResponse();
+    expect(c.response.headers.get('x-tollgate-token-count')).toBe('estimated');
+  });
+
   it('a key Google refuses: the call fails as unavailable (502), no key or token in the answer or the logs', async () => {
     const err = await p.openai.chat.completions.create({ model: 'vx-badkey', messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e);
     expect(err).toMatchObject({ status: 502 });

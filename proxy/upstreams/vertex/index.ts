@@ -1,5 +1,5 @@
 import type { CompiledBackend, Operation, Provider } from '../types.js';
-import { modelSegment } from '../gemini/index.js';
+import { countBody, countOf, modelSegment } from '../gemini/index.js';
 import { accessToken, serviceAccountOf } from './auth.js';
 
 /**
@@ -35,6 +35,12 @@ export const vertex: Provider = {
   speaks: new Set<Operation>(),
   path: (backend) => vertexPath(backend, false),
   headers() {},
+  countTokens: {
+    // Gemini models count at :countTokens; Claude on Vertex has no counting the gateway uses (estimated).
+    call: (backend, ir) =>
+      isClaude(backend) ? undefined : { path: vertexPath(backend, false).replace(/:generateContent$/, ':countTokens'), body: countBody(ir, backend.model) },
+    count: countOf,
+  },
   async authorize(_backend, credential, call) {
     const key = credential?.trim().startsWith('{') ? credential : undefined;
     if (call.path.includes(PROJECT)) {
