@@ -9,6 +9,7 @@ import { converseError, ConverseStreamDecoder, decodeConverseResponse } from './
 import { geminiPath } from './gemini/index.js';
 import { isClaude, vertexPath } from './vertex/index.js';
 import { encodeGeminiRequest } from './gemini/request.js';
+import { withoutGeminiReasoning } from './gemini/signature.js';
 import { decodeGeminiResponse, GeminiStreamDecoder, geminiError } from './gemini/response.js';
 import type { CompiledBackend, Provider } from './types.js';
 
@@ -94,7 +95,8 @@ const vertexGeminiCodec: UpstreamChatCodec = { ...geminiCodec, path: vertexPath 
 const vertexClaudeCodec: UpstreamChatCodec = {
   ...messagesCodec,
   encode: (ir, model, cap) => {
-    const { model: _inPath, ...body } = encodeMessagesRequest(ir, model, cap);
+    // A thought signature Gemini made is refused by Claude: a conversation that moved here leaves it out.
+    const { model: _inPath, ...body } = encodeMessagesRequest(withoutGeminiReasoning(ir), model, cap);
     return { anthropic_version: VERTEX_ANTHROPIC_VERSION, ...body };
   },
   path: vertexPath,

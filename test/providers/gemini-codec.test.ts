@@ -250,3 +250,24 @@ describe('stream decoding', () => {
     expect(e.d.done).toBe(true);
   });
 });
+
+describe('signatures across providers', () => {
+  it("Gemini's signed reasoning is left out for a provider that did not make it; others' untouched", async () => {
+    const { withoutGeminiReasoning } = await import('../../proxy/upstreams/gemini/signature.js');
+    const ir: IrRequest = {
+      ...base,
+      messages: [
+        {
+          role: 'assistant',
+          content: [
+            { type: 'reasoning', text: '', signature: 'gemini:S' },
+            { type: 'reasoning', text: 't', signature: 'claude-sig' },
+            { type: 'tool_call', id: 'c', name: 'f', arguments: '{}' },
+          ],
+        },
+      ],
+    };
+    expect(withoutGeminiReasoning(ir).messages[0]!.content.map((p) => p.type)).toEqual(['reasoning', 'tool_call']);
+    expect(withoutGeminiReasoning(base)).toBe(base);
+  });
+});
