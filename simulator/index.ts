@@ -1,4 +1,9 @@
 import { anthropicMessagesRoutes } from './anthropic-messages.js';
+import { azureOpenaiRoutes } from './azure-openai.js';
+import { bedrockConverseRoutes } from './bedrock-converse.js';
+import { compatibleDeepseekRoutes } from './compatible-deepseek.js';
+import { geminiGenerateRoutes } from './gemini-generate.js';
+import { geminiVertexRoutes } from './gemini-vertex.js';
 import { mediaRoutes } from './media-routes.js';
 import { mediaProviderRoutes } from './media-providers.js';
 import { openaiChatRoutes } from './openai-chat.js';
@@ -18,7 +23,18 @@ export interface StartSimulatorOptions {
 }
 
 /** Every protocol the simulator speaks, in one list. */
-export const ROUTES: SimRoute[] = [...openaiChatRoutes, ...openaiResponsesRoutes, ...anthropicMessagesRoutes, ...mediaRoutes, ...mediaProviderRoutes];
+export const ROUTES: SimRoute[] = [
+  ...openaiChatRoutes,
+  ...openaiResponsesRoutes,
+  ...anthropicMessagesRoutes,
+  ...mediaRoutes,
+  ...mediaProviderRoutes,
+  ...geminiGenerateRoutes,
+  ...azureOpenaiRoutes,
+  ...bedrockConverseRoutes,
+  ...geminiVertexRoutes,
+  ...compatibleDeepseekRoutes,
+];
 
 export function startSimulator(opts: StartSimulatorOptions = {}): Promise<Simulator> {
   return startSimulatorServer({ ...opts, routes: ROUTES });

@@ -86,6 +86,9 @@ export function compile(inputs: RawResource[], opts: CompileOptions = {}): Compi
         ...(b.path ? { path: b.path } : {}),
         ...(b.paths ? { paths: compilePaths(b.paths) } : {}),
         ...(b.headers ? { headers: b.headers } : {}),
+        ...(b.region ? { region: b.region } : {}),
+        ...(b.project ? { project: b.project } : {}),
+        ...(b.apiVersion ? { apiVersion: b.apiVersion } : {}),
         timeoutMs: (b.timeoutSeconds ?? DEFAULT_TIMEOUT_S) * 1000,
       });
     });

@@ -12,7 +12,8 @@ export interface GatewayConfig {
 }
 
 export type ModelType = 'chat' | 'image' | 'video';
-export type ProviderName = 'openai' | 'anthropic' | 'openai-compatible' | 'replicate' | 'simulator' | 'fal' | 'gemini' | 'ark';
+export type ProviderName =
+  'openai' | 'anthropic' | 'openai-compatible' | 'replicate' | 'simulator' | 'fal' | 'gemini' | 'ark' | 'vertex' | 'bedrock' | 'azure-openai';
 
 /** Micro-credit amounts, as decimal integer strings. Per million tokens for chat. */
 export interface MicroPricing {
@@ -38,6 +39,9 @@ export interface CompiledBackend {
   paths?: Partial<Record<'chat-completions' | 'responses' | 'messages' | 'count-tokens', string>>;
   headers?: Record<string, string>;
   timeoutMs: number;
+  region?: string;
+  project?: string;
+  apiVersion?: string;
 }
 
 export interface CompiledModel {

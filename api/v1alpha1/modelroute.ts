@@ -1,7 +1,19 @@
 import { z } from 'zod';
 import { Condition, Decimal, Name, ObjectMeta } from './common.js';
 
-export const Provider = z.enum(['openai', 'anthropic', 'openai-compatible', 'replicate', 'simulator', 'fal', 'gemini', 'ark']);
+export const Provider = z.enum([
+  'openai',
+  'anthropic',
+  'openai-compatible',
+  'replicate',
+  'simulator',
+  'fal',
+  'gemini',
+  'ark',
+  'vertex',
+  'bedrock',
+  'azure-openai',
+]);
 export type Provider = z.infer<typeof Provider>;
 
 export const Credentials = z.union([
@@ -38,6 +50,18 @@ export const Backend = z.strictObject({
     .optional(),
   /** Extra headers sent upstream (e.g. a vendor's routing header). Never secrets: use credentials. */
   headers: z.record(z.string(), z.string()).optional(),
+  /** bedrock: the AWS region (default: read from the baseURL's host). vertex: the location, with `project`, when the baseURL does not name them. */
+  region: z
+    .string()
+    .regex(/^[a-z0-9-]+$/, 'must be a region name such as us-east-1')
+    .optional(),
+  /** vertex: the Google Cloud project, when the baseURL does not name it (default: the service account key's project_id). */
+  project: z
+    .string()
+    .regex(/^[a-z0-9-]+$/, 'must be a project id')
+    .optional(),
+  /** azure-openai: the api-version query parameter of deployment paths (default 2024-10-21, Responses 2025-04-01-preview). */
+  apiVersion: z.string().min(1).optional(),
   /** Upper bound for one upstream call, first byte to last (default 600). */
   timeoutSeconds: z.number().int().min(1).max(3600).optional(),
 });

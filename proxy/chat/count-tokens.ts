@@ -10,13 +10,15 @@ import type { CompiledBackend } from '../upstreams/types.js';
 import type { GatewayDeps } from '../http/deps.js';
 import { checkClient } from './client-policy.js';
 import { upstreamRequest } from './upstream-request.js';
+import { countTranslated } from './count-translated.js';
 
 /** Marks a count the gateway estimated itself (the backend has no count_tokens). */
 export const ESTIMATE_HEADER = 'x-tollgate-token-count';
 
 /**
  * POST /v1/messages/count_tokens: free, never held or charged. Forwarded to an Anthropic backend
- * (unless its route sets capabilities.countTokens: false); for a model without one, estimated
+ * (unless its route sets capabilities.countTokens: false), or counted by a provider that counts in
+ * its own wire (Gemini; count-translated.ts); for a model without one, estimated
  * from the request's size and marked with `x-tollgate-token-count: estimated`, so Claude Code's
  * context accounting keeps working on any backend.
  */
@@ -33,15 +35,14 @@ export async function handleCountTokens(ctx: RequestContext, deps: GatewayDeps):
   }
 
   const usable = (backend: CompiledBackend) => {
-    const provider = chatProvider(backend.provider);
-    return provider && speaks(backend, 'count-tokens') ? provider : undefined;
+    const provider = chatProvider(backend.provider, backend);
+    return provider && (speaks(backend, 'count-tokens') || provider.countTokens) ? provider : undefined;
   };
-  if (entry.model.capabilities.countTokens === false || !entry.model.backends.some((b) => usable(b))) {
-    sendJson(ctx.res, 200, { input_tokens: estimateTokens(raw.length) }, { [ESTIMATE_HEADER]: 'estimated' });
-    return;
-  }
+  const estimated = () => sendJson(ctx.res, 200, { input_tokens: estimateTokens(raw.length) }, { [ESTIMATE_HEADER]: 'estimated' });
+  if (entry.model.capabilities.countTokens === false || !entry.model.backends.some((b) => usable(b))) return estimated();
 
   const result = await failover(entry.model.backends, deps.cooldowns, usable, async (backend, provider, isLast): Promise<Attempt<true>> => {
+    if (!speaks(backend, 'count-tokens')) return countTranslated(ctx, deps, backend, provider, json, isLast, estimated);
     const call = upstreamRequest(ctx, backend, provider, deps.settings.secretFromEnv, 'count-tokens', raw, json, {
       on: false,
       force: false,

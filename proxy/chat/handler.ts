@@ -190,7 +190,7 @@ async function forward(
   // With `drain`, the upstream outlives the client; otherwise it is aborted with it.
   const upstreamSignal = drain ? new AbortController().signal : ctx.signal;
   const usable = (backend: CompiledBackend) => {
-    const provider = chatProvider(backend.provider);
+    const provider = chatProvider(backend.provider, backend);
     if (!provider) return undefined;
     if (speaks(backend, adapter.protocol)) return { provider, codec: undefined };
     const codec = c.translation ? chatCodecFor(backend) : undefined;

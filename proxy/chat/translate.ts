@@ -68,11 +68,20 @@ export async function translatedAttempt(
   const body = Buffer.from(JSON.stringify(codec.encode({ ...t.decoded.ir, stream: t.stream }, backend.model, t.outputCap)));
   exchange.sent(backend.model);
   const headers = commonHeaders(ctx.requestId, t.stream);
-  provider.headers(backend, ctx.req.headers, credentialOf(backend, t.secretFromEnv), headers);
+  const credential = credentialOf(backend, t.secretFromEnv);
+  provider.headers(backend, ctx.req.headers, credential, headers);
   if (backend.headers) Object.assign(headers, backend.headers);
+  // authorize() may complete the path (Vertex: the project named by the service account key).
+  const call = { path: codec.path?.(backend, t.stream) ?? provider.path(backend, codec.op), headers, body };
   let resp: Dispatcher.ResponseData;
   try {
-    resp = await callUpstream({ backend, path: provider.path(backend, codec.op), headers, body, signal: t.signal, dispatcher: t.dispatcher });
+    await provider.authorize?.(backend, credential, call);
+  } catch (err) {
+    ctx.log.warn('upstream auth failed', { requestId: ctx.requestId, provider: backend.provider, error: (err as Error).message });
+    return { failed: { kind: 'unavailable' } };
+  }
+  try {
+    resp = await callUpstream({ backend, path: call.path, headers, body, signal: t.signal, dispatcher: t.dispatcher });
   } catch (err) {
     return { failed: { kind: (err as UpstreamError).kind } };
   }
@@ -94,7 +103,8 @@ export async function translatedAttempt(
     );
     return { answered: true };
   }
-  const isSse = /^text\/event-stream/i.test(header(resp.headers['content-type']) ?? '');
+  const contentType = header(resp.headers['content-type']) ?? '';
+  const isSse = /^text\/event-stream/i.test(contentType) || (codec.streamType?.test(contentType) ?? false);
   if (!t.stream) {
     const answer = codec.decode(await readJson(resp, ctx, exchange));
     exchange.usage(answer.usage, true, 0);
@@ -180,7 +190,8 @@ async function relayTranslated(
       const parser = new SseParser((event, data) => pending.push(...decoder.event(event, data)));
       for await (const chunk of resp.body as AsyncIterable<Buffer>) {
         if (ctx.signal.aborted && !t.drain) break;
-        parser.push(chunk);
+        if (decoder.bytes) pending.push(...decoder.bytes(chunk));
+        else parser.push(chunk);
         await write(emit(pending.splice(0)));
         if (decoder.done) break;
       }

@@ -36,11 +36,11 @@ export function upstreamRequest(
 }
 
 /**
- * The member that carries the output cap of `op`: OpenAI's reasoning models take only
- * max_completion_tokens, while many compatible servers know only max_tokens.
+ * The member that carries the output cap of `op`: OpenAI's reasoning models (at OpenAI and on
+ * Azure) take only max_completion_tokens, while many compatible servers know only max_tokens.
  */
 function capMember(provider: Provider, op: Operation): string {
   if (op === 'responses') return 'max_output_tokens';
-  if (op === 'chat-completions') return provider.name === 'openai' ? 'max_completion_tokens' : 'max_tokens';
+  if (op === 'chat-completions') return provider.name === 'openai' || provider.name === 'azure-openai' ? 'max_completion_tokens' : 'max_tokens';
   return 'max_tokens';
 }

@@ -4,6 +4,14 @@ import type { Usage } from '../ir/usage.js';
 import { decodeMessagesResponse, encodeMessagesRequest, MessagesStreamDecoder } from './anthropic/messages-codec.js';
 import { ChatStreamDecoder, chatRefusal, decodeChatResponse, encodeChatRequest } from './openai/chat-codec.js';
 import { decodeResponsesResponse, encodeResponsesRequest, ResponsesStreamDecoder, responsesRefusal } from './openai/responses-codec.js';
+import { conversePath } from './bedrock/index.js';
+import { encodeConverseRequest } from './bedrock/request.js';
+import { converseError, ConverseStreamDecoder, decodeConverseResponse } from './bedrock/response.js';
+import { geminiPath } from './gemini/index.js';
+import { isClaude, vertexPath } from './vertex/index.js';
+import { encodeGeminiRequest } from './gemini/request.js';
+import { withoutGeminiReasoning } from './gemini/signature.js';
+import { decodeGeminiResponse, GeminiStreamDecoder, geminiError } from './gemini/response.js';
 import { speaks } from './registry.js';
 import type { CompiledBackend } from './types.js';
 
@@ -18,6 +26,8 @@ export interface UpstreamStreamDecoder {
   readonly reported: Usage | null;
   /** Bytes of output text, reasoning and tool arguments seen. */
   outputBytes: number;
+  /** A stream that is not SSE (codec.streamType): its raw bytes, chunk by chunk. */
+  bytes?(chunk: Buffer): IrStreamPart[];
 }
 
 /** How a provider is reached through the IR: the protocol it is spoken to in, and its codec. */
@@ -30,6 +40,10 @@ export interface UpstreamChatCodec {
   error(body: unknown): { message: string; type?: string };
   /** Why this wire cannot carry a request (a part or field it has no place for), if it cannot. */
   refusal?(ir: IrRequest): TranslationError | undefined;
+  /** The call's path when it is not provider.path(backend, op): Gemini names the model and the method in it. */
+  path?(backend: CompiledBackend, stream: boolean): string;
+  /** Content type of the stream when it is not SSE (Bedrock's binary event stream). */
+  streamType?: RegExp;
 }
 
 const isObj = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -48,6 +62,8 @@ const chatCodec = (openaiItself: boolean): UpstreamChatCodec => ({
   refusal: chatRefusal,
 });
 
+export const VERTEX_ANTHROPIC_VERSION = 'vertex-2023-10-16';
+
 const messagesCodec: UpstreamChatCodec = {
   op: 'messages',
   encode: (ir, model, cap) => encodeMessagesRequest(ir, model, cap),
@@ -65,9 +81,56 @@ const responsesCodec: UpstreamChatCodec = {
   refusal: responsesRefusal,
 };
 
-/** The codec a backend is translated through, by what it speaks: Chat Completions, else Messages, else Responses. */
+/** Gemini's generateContent (AI Studio); `op` is unused, the path names the method. */
+const geminiCodec: UpstreamChatCodec = {
+  op: 'chat-completions',
+  encode: (ir, model, cap) => encodeGeminiRequest(ir, model, cap),
+  decode: decodeGeminiResponse,
+  streamDecoder: () => new GeminiStreamDecoder(),
+  error: geminiError,
+  path: geminiPath,
+};
+
+/** Bedrock's Converse; streams are AWS event streams, not SSE. */
+const converseCodec: UpstreamChatCodec = {
+  op: 'chat-completions',
+  encode: (ir, model, cap) => encodeConverseRequest(ir, model, cap),
+  decode: decodeConverseResponse,
+  streamDecoder: () => new ConverseStreamDecoder(),
+  error: converseError,
+  path: conversePath,
+  streamType: /^application\/vnd\.amazon\.eventstream/i,
+};
+
+/** Vertex AI: Gemini through the Gemini codec at Vertex's paths. */
+const vertexGeminiCodec: UpstreamChatCodec = { ...geminiCodec, path: vertexPath };
+
+/** Claude on Vertex: the Messages body without `model` (it is in the path), with Vertex's anthropic_version. */
+const vertexClaudeCodec: UpstreamChatCodec = {
+  ...messagesCodec,
+  encode: (ir, model, cap) => {
+    // A thought signature Gemini made is refused by Claude: a conversation that moved here leaves it out.
+    const { model: _inPath, ...body } = encodeMessagesRequest(withoutGeminiReasoning(ir), model, cap);
+    return { anthropic_version: VERTEX_ANTHROPIC_VERSION, ...body };
+  },
+  path: vertexPath,
+};
+
+/** Providers with a wire of their own (the codec may depend on the backend: Vertex serves Gemini and Claude). */
+const OWN_CODECS: Record<string, (backend: CompiledBackend) => UpstreamChatCodec | undefined> = {
+  gemini: () => geminiCodec,
+  bedrock: () => converseCodec,
+  vertex: (backend) => (isClaude(backend) ? vertexClaudeCodec : vertexGeminiCodec),
+};
+
+/**
+ * The codec a backend is translated through: its provider's own wire (Gemini, Bedrock, Vertex),
+ * else by what it speaks: Chat Completions, else Messages, else Responses.
+ */
 export function chatCodecFor(backend: CompiledBackend): UpstreamChatCodec | undefined {
-  if (speaks(backend, 'chat-completions')) return chatCodec(backend.provider === 'openai');
+  const own = OWN_CODECS[backend.provider];
+  if (own) return own(backend);
+  if (speaks(backend, 'chat-completions')) return chatCodec(backend.provider === 'openai' || backend.provider === 'azure-openai');
   if (speaks(backend, 'messages')) return messagesCodec;
   if (speaks(backend, 'responses')) return responsesCodec;
   return undefined;

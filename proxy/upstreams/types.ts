@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { CompiledBackend } from '../../api/snapshot/index.js';
+import type { IrRequest } from '../ir/chat.js';
 import type { ChatProtocol } from '../ir/protocol.js';
 
 export type { ChatProtocol, CompiledBackend };
@@ -12,8 +13,6 @@ export interface Provider {
   readonly name: string;
   /** Operations it can serve natively (passthrough is possible for these). */
   readonly speaks: ReadonlySet<Operation>;
-  /** The operations one backend of it serves, when that depends on the backend's settings (default: all of `speaks`). */
-  operations?(backend: CompiledBackend): ReadonlySet<Operation>;
   /** Path appended to the backend's baseURL (as the provider's official SDK takes it). */
   path(backend: CompiledBackend, op: Operation): string;
   /**
@@ -21,4 +20,19 @@ export interface Provider {
    * headers this provider lets travel on. Common headers are added by the caller.
    */
   headers(backend: CompiledBackend, client: IncomingHttpHeaders, credential: string | undefined, out: Record<string, string>): void;
+  /**
+   * Auth that needs the finished request or a round trip (SigV4 over the body, an OAuth token
+   * from a service account key): called last, before a translated call goes out; it may complete
+   * call.path. Its errors never name the credential.
+   */
+  authorize?(backend: CompiledBackend, credential: string | undefined, call: { path: string; headers: Record<string, string>; body: Buffer }): Promise<void>;
+  /**
+   * count_tokens in the provider's own wire (Gemini's countTokens), for a provider that does not
+   * speak Anthropic's: the call for a request (undefined: this backend cannot count), and the
+   * count in its answer.
+   */
+  countTokens?: {
+    call(backend: CompiledBackend, ir: IrRequest): { path: string; body: Record<string, unknown> } | undefined;
+    count(body: unknown): number | undefined;
+  };
 }

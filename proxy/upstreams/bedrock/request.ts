@@ -1,0 +1,108 @@
+import type { IrPart, IrRequest } from '../../ir/chat.js';
+import { badRequest } from '../../../kernel/errors.js';
+import { isObj, type Json } from '../../ir/json.js';
+
+/**
+ * The IR as a Bedrock Converse body (any Bedrock chat model: Claude, Llama, Nova, Mistral):
+ * messages of content blocks (text, image bytes, toolUse, toolResult, reasoningContent with
+ * its signature), system blocks, inferenceConfig, toolConfig. Extended thinking is asked of
+ * Claude models through additionalModelRequestFields, as Bedrock documents.
+ */
+
+const BUDGET: Record<string, number> = { minimal: 1024, low: 2048, medium: 8192, high: 24576 };
+const FORMATS: Record<string, string> = { 'image/png': 'png', 'image/jpeg': 'jpeg', 'image/jpg': 'jpeg', 'image/gif': 'gif', 'image/webp': 'webp' };
+
+function image(p: Extract<IrPart, { type: 'image' }>): Json {
+  let mediaType: string;
+  let data: string;
+  if ('data' in p) {
+    mediaType = p.mediaType;
+    data = p.data;
+  } else {
+    const m = /^data:([^;,]+);base64,(.*)$/s.exec(p.url);
+    if (!m) throw badRequest('Bedrock takes images as bytes, not URLs: send the image as base64 data', 'messages');
+    mediaType = m[1]!;
+    data = m[2]!;
+  }
+  const format = FORMATS[mediaType.toLowerCase()];
+  if (!format) throw badRequest(`Bedrock takes png, jpeg, gif and webp images, not ${mediaType}`, 'messages');
+  return { image: { format, source: { bytes: data } } };
+}
+
+function argsObject(args: string): Json {
+  try {
+    const v = JSON.parse(args || '{}') as unknown;
+    return isObj(v) ? v : { value: v };
+  } catch {
+    return { _raw: args };
+  }
+}
+
+function block(p: IrPart): Json | undefined {
+  switch (p.type) {
+    case 'text':
+      return p.text === '' ? undefined : { text: p.text };
+    case 'image':
+      return image(p);
+    case 'tool_call':
+      return { toolUse: { toolUseId: p.id, name: p.name, input: argsObject(p.arguments) } };
+    case 'tool_result':
+      return { toolResult: { toolUseId: p.callId, content: [{ text: p.content }], ...(p.isError ? { status: 'error' } : {}) } };
+    case 'reasoning':
+      // Thinking goes back only with a signature (Gemini's, marked, are not Bedrock's to read).
+      return p.signature && !p.signature.startsWith('gemini:') ? { reasoningContent: { reasoningText: { text: p.text, signature: p.signature } } } : undefined;
+    case 'redacted_reasoning':
+      return { reasoningContent: { redactedContent: p.data } };
+  }
+}
+
+const isClaude = (model: string) => /anthropic\.|claude/i.test(model);
+
+export function encodeConverseRequest(ir: IrRequest, model: string, cap: number): Json {
+  const messages: Json[] = [];
+  for (const m of ir.messages) {
+    const content = m.content.flatMap((p) => {
+      const b = block(p);
+      return b ? [b] : [];
+    });
+    if (content.length === 0) continue;
+    const last = messages.at(-1);
+    if (last && last.role === m.role) (last.content as Json[]).push(...content);
+    else messages.push({ role: m.role, content });
+  }
+  const system = [...ir.system];
+  if (ir.responseFormat) {
+    system.push(
+      ir.responseFormat.type === 'json_schema'
+        ? `Answer with one JSON value only, no prose, that conforms to this JSON Schema:\n${JSON.stringify(ir.responseFormat.schema)}`
+        : 'Answer with one JSON value only, no prose.',
+    );
+  }
+  const budget = ir.reasoning && isClaude(model) ? (ir.reasoning.budgetTokens ?? BUDGET[ir.reasoning.effort ?? 'medium']!) : undefined;
+  const thinking = budget !== undefined && budget >= 1024 && budget < cap ? { type: 'enabled', budget_tokens: budget } : undefined;
+  const tc = ir.toolChoice;
+  const toolChoice = tc?.type === 'tool' ? { tool: { name: tc.name } } : tc?.type === 'required' ? { any: {} } : tc?.type === 'auto' ? { auto: {} } : undefined;
+  const inferenceConfig: Json = {
+    maxTokens: cap,
+    // With thinking on, Claude takes no temperature other than 1.
+    ...(ir.temperature !== undefined && !thinking ? { temperature: ir.temperature } : {}),
+    ...(ir.topP !== undefined && !thinking ? { topP: ir.topP } : {}),
+    ...(ir.stop?.length ? { stopSequences: ir.stop } : {}),
+  };
+  return {
+    messages,
+    ...(system.length ? { system: system.map((text) => ({ text })) } : {}),
+    inferenceConfig,
+    ...(ir.tools.length
+      ? {
+          toolConfig: {
+            tools: ir.tools.map((t) => ({
+              toolSpec: { name: t.name, ...(t.description !== undefined ? { description: t.description } : {}), inputSchema: { json: t.parameters } },
+            })),
+            ...(toolChoice ? { toolChoice } : {}),
+          },
+        }
+      : {}),
+    ...(thinking ? { additionalModelRequestFields: { thinking } } : {}),
+  };
+}
