@@ -57,7 +57,7 @@ export function planAnswer(p: PlanInput): Plan {
     const forced = p.tools.find((t) => t.name === p.forced);
     for (let i = 0; i < (p.parallel ? wanted : 1); i++) {
       const spec = forced ?? p.tools[i % p.tools.length]!;
-      const args = JSON.stringify(argumentsFor(spec.schema, i === 0 ? p.prompt : `${p.prompt} #${i + 1}`));
+      const args = JSON.stringify(argumentsFor(spec.schema, p.prompt));
       calls.push({ id: simId(''), name: spec.name, arguments: args, pieces: split(args, 3) });
     }
   }

@@ -37,7 +37,7 @@ export const Backend = z.strictObject({
    * openai-compatible: the chat APIs the server offers, each at its path relative to baseURL
    * (many servers also expose an Anthropic-style Messages endpoint or a Responses one). When set,
    * exactly these are spoken: a client speaking one of them is passed through, the others are
-   * translated to the first of chatCompletions, messages, responses.
+   * translated to the first of messages, chatCompletions, responses.
    */
   paths: z
     .strictObject({

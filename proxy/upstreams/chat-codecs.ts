@@ -125,13 +125,14 @@ const OWN_CODECS: Record<string, (backend: CompiledBackend) => UpstreamChatCodec
 
 /**
  * The codec a backend is translated through: its provider's own wire (Gemini, Bedrock, Vertex),
- * else by what it speaks: Chat Completions, else Messages, else Responses.
+ * else by what it speaks: Messages, else Chat Completions, else Responses.
  */
 export function chatCodecFor(backend: CompiledBackend): UpstreamChatCodec | undefined {
   const own = OWN_CODECS[backend.provider];
   if (own) return own(backend);
-  if (speaks(backend, 'chat-completions')) return chatCodec(backend.provider === 'openai' || backend.provider === 'azure-openai');
+  // Messages first where a server offers it beside Chat Completions: thinking and its signatures travel there.
   if (speaks(backend, 'messages')) return messagesCodec;
+  if (speaks(backend, 'chat-completions')) return chatCodec(backend.provider === 'openai' || backend.provider === 'azure-openai');
   if (speaks(backend, 'responses')) return responsesCodec;
   return undefined;
 }
