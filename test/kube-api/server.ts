@@ -646,8 +646,16 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
       res.end();
       return;
     }
-    if (!from || from === '0') {
+    if (!from || from === '0' || q.get('sendInitialEvents') === 'true') {
       for (const o of selected(rt, ns, q)) send('ADDED', o);
+      // A watch-list (kubectl 1.35's wait and get -w): the state so far, then a bookmark that
+      // says it is complete; clients wait for that mark before they judge a condition.
+      if (q.get('sendInitialEvents') === 'true')
+        send('BOOKMARK', {
+          kind: rt.kind,
+          apiVersion: apiVersionOf(rt),
+          metadata: { resourceVersion: String(rv), annotations: { 'k8s.io/initial-events-end': 'true' } },
+        });
     } else {
       for (const ev of history) {
         if (ev.rv <= Number(from) || ev.rt !== rt) continue;
