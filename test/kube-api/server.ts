@@ -7,7 +7,8 @@ import { parse as parseYaml } from 'yaml';
  * An in-memory Kubernetes API server for tests and local trials: plain HTTP, no auth. It speaks
  * what the operator (@kubernetes/client-node) and a real kubectl need: legacy discovery, CRDs that
  * become served resources (status subresource, printer columns, Table output), namespaces,
- * secrets, configmaps, events, leases (and, stored only, services, deployments, HPAs and RBAC),
+ * secrets, configmaps, events, leases (and, stored only, services, deployments, HPAs, PDBs,
+ * network policies, ingresses and RBAC),
  * list/watch with one global resourceVersion, bookmarks, 410
  * for a too-old resourceVersion, merge / JSON / strategic-merge (as merge) patches, server-side
  * apply (as merge), label and field selectors, owner-reference garbage collection.
@@ -178,6 +179,17 @@ const BUILTINS: ResourceType[] = [
     generation: true,
     columns: [{ name: 'Reference', type: 'string', cell: (o) => `${o.spec?.scaleTargetRef?.kind ?? ''}/${o.spec?.scaleTargetRef?.name ?? ''}` }, AGE],
   }),
+  builtin({
+    group: 'policy',
+    plural: 'poddisruptionbudgets',
+    kind: 'PodDisruptionBudget',
+    shortNames: ['pdb'],
+    statusSubresource: true,
+    generation: true,
+    columns: [AGE],
+  }),
+  builtin({ group: 'networking.k8s.io', plural: 'networkpolicies', kind: 'NetworkPolicy', shortNames: ['netpol'], generation: true, columns: [AGE] }),
+  builtin({ group: 'networking.k8s.io', plural: 'ingresses', kind: 'Ingress', shortNames: ['ing'], statusSubresource: true, generation: true, columns: [AGE] }),
   builtin({ group: 'rbac.authorization.k8s.io', plural: 'roles', kind: 'Role', columns: [AGE] }),
   builtin({
     group: 'rbac.authorization.k8s.io',

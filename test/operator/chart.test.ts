@@ -28,6 +28,25 @@ export const MATRIX: Record<string, Obj> = {
   'discovery TLS': { discovery: { token: 't', tls: { enabled: true, secretName: 'discovery-tls' } } },
   'existing secrets': { discovery: { existingSecret: 'my-discovery' }, proxy: { existingSecret: 'my-proxy' } },
   'LoadBalancer API': { discovery: { token: 't' }, proxy: { service: { type: 'LoadBalancer' } } },
+  'network policy': { discovery: { token: 't' }, networkPolicy: { enabled: true, database: { to: [{ ipBlock: { cidr: '10.0.5.0/24' } }] } } },
+  'Ingress and HTTPRoute': {
+    discovery: { token: 't' },
+    proxy: {
+      ingress: { enabled: true, className: 'nginx', hosts: [{ host: 'gateway.example.com' }], tls: [{ secretName: 'gw-tls', hosts: ['gateway.example.com'] }] },
+      httpRoute: { enabled: true, parentRefs: [{ name: 'public', namespace: 'gateway-system' }], hostnames: ['gateway.example.com'] },
+    },
+  },
+  'CRDs as templates, private registry, scheduling': {
+    discovery: { token: 't' },
+    crds: { templates: true },
+    image: { repository: 'registry.example.com/tollgate', digest: `sha256:${'ab'.repeat(32)}` },
+    imagePullSecrets: [{ name: 'registry' }],
+    proxy: {
+      nodeSelector: { pool: 'gateway' },
+      tolerations: [{ key: 'dedicated', operator: 'Equal', value: 'gateway', effect: 'NoSchedule' }],
+      secretKeys: { databaseUrl: 'uri' },
+    },
+  },
 };
 
 let tools: K8sTools;
@@ -108,6 +127,90 @@ describe('charts/tollgate with the real helm', () => {
     expect(byKind(docs, 'Service', 'tollgate-operator')!.spec.ports[0]).toMatchObject({ name: 'grpc', port: 50051 });
   });
 
+  it('hardened by default: restricted pod security, probes, a preStop delay, PDBs, spread, no token in proxies, checksums', async () => {
+    const { docs } = await helmTemplate(MATRIX.defaults!);
+    for (const name of ['tollgate-operator', 'tollgate-proxy']) {
+      const d = byKind(docs, 'Deployment', name)!;
+      const pod = d.spec.template.spec;
+      const c = pod.containers[0];
+      expect(pod.securityContext, name).toMatchObject({ runAsNonRoot: true, runAsUser: 10001, seccompProfile: { type: 'RuntimeDefault' } });
+      expect(c.securityContext, name).toEqual({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
+      expect(c.startupProbe, name).toBeDefined();
+      expect(pod.volumes.find((v: Obj) => v.name === 'tmp').emptyDir, name).toBeDefined();
+      expect(
+        pod.topologySpreadConstraints.map((t: Obj) => t.topologyKey),
+        name,
+      ).toEqual(['kubernetes.io/hostname', 'topology.kubernetes.io/zone']);
+      expect(d.spec.template.metadata.annotations['checksum/discovery'], name).toMatch(/^[a-f0-9]{64}$/);
+      for (const o of [d, d.spec.template])
+        expect(o.metadata.labels, name).toMatchObject({
+          'app.kubernetes.io/managed-by': 'Helm',
+          'helm.sh/chart': 'tollgate-0.1.0',
+          'app.kubernetes.io/component': name.slice('tollgate-'.length),
+        });
+      expect(byKind(docs, 'PodDisruptionBudget', name)!.spec).toEqual({ maxUnavailable: 1, selector: d.spec.selector });
+    }
+    const proxy = byKind(docs, 'Deployment', 'tollgate-proxy')!.spec.template.spec;
+    expect(proxy).toMatchObject({ serviceAccountName: 'tollgate-proxy', automountServiceAccountToken: false });
+    expect(proxy.containers[0].lifecycle).toEqual({ preStop: { sleep: { seconds: 5 } } });
+    expect(byKind(docs, 'ServiceAccount', 'tollgate-proxy')!.automountServiceAccountToken).toBe(false);
+    // Every object carries the chart's labels.
+    for (const d of docs) expect(d.metadata.labels, `${d.kind}/${d.metadata.name}`).toMatchObject({ 'app.kubernetes.io/instance': 'tollgate' });
+    // Nothing routes from outside by default.
+    expect(docs.filter((d) => ['Ingress', 'HTTPRoute', 'NetworkPolicy', 'CustomResourceDefinition'].includes(d.kind))).toEqual([]);
+    // A new discovery token rolls the pods.
+    const other = await helmTemplate({ discovery: { token: 'another' } });
+    expect(byKind(other.docs, 'Deployment', 'tollgate-proxy')!.spec.template.metadata.annotations['checksum/discovery']).not.toBe(
+      byKind(docs, 'Deployment', 'tollgate-proxy')!.spec.template.metadata.annotations['checksum/discovery'],
+    );
+  });
+
+  it('values.schema.json refuses wrong values before anything renders', async () => {
+    await expect(helmTemplate({ discovery: { token: 't' }, proxy: { port: 'http' } })).rejects.toThrow(/\/proxy\/port/);
+    await expect(helmTemplate({ discovery: { token: 't' }, proxy: { replica: 3 } })).rejects.toThrow(/additional properties 'replica'/);
+    await expect(helmTemplate({ discovery: { token: 't' }, proxy: { service: { type: 'Public' } } })).rejects.toThrow(/\/proxy\/service\/type/);
+  });
+
+  it('network policy: the operator takes gRPC from proxies only and alone reaches the API server; proxies reach gRPC, DNS, the database and upstreams', async () => {
+    const { docs } = await helmTemplate(MATRIX['network policy']!);
+    const op = byKind(docs, 'NetworkPolicy', 'tollgate-operator')!.spec;
+    expect(op.ingress[0]).toEqual({
+      from: [{ podSelector: { matchLabels: { 'app.kubernetes.io/name': 'tollgate-proxy', 'app.kubernetes.io/instance': 'tollgate' } } }],
+      ports: [{ port: 'grpc', protocol: 'TCP' }],
+    });
+    expect(op.egress[0].ports.map((p: Obj) => p.port)).toEqual([443, 6443]);
+    const px = byKind(docs, 'NetworkPolicy', 'tollgate-proxy')!.spec;
+    expect(px.policyTypes).toEqual(['Ingress', 'Egress']);
+    expect(px.egress[0].ports).toEqual([{ port: 50051, protocol: 'TCP' }]);
+    expect(px.egress[2]).toEqual({
+      to: [{ ipBlock: { cidr: '10.0.5.0/24' } }],
+      ports: [
+        { port: 5432, protocol: 'TCP' },
+        { port: 6379, protocol: 'TCP' },
+      ],
+    });
+    // No proxy rule reaches the API server's port 6443.
+    expect(px.egress.flatMap((r: Obj) => r.ports ?? []).map((p: Obj) => p.port)).not.toContain(6443);
+    // The admin port only from this namespace's pods by default.
+    expect(px.ingress[1]).toEqual({ from: [{ podSelector: {} }], ports: [{ port: 'admin', protocol: 'TCP' }] });
+  });
+
+  it('Ingress and HTTPRoute route the API port only; CRDs as templates are kept on uninstall; images by digest with pull secrets', async () => {
+    const { docs } = await helmTemplate(MATRIX['Ingress and HTTPRoute']!);
+    const ing = byKind(docs, 'Ingress', 'tollgate')!.spec;
+    expect(ing.rules[0].http.paths[0].backend).toEqual({ service: { name: 'tollgate', port: { name: 'http' } } });
+    expect(byKind(docs, 'HTTPRoute', 'tollgate')!.spec.rules[0].backendRefs).toEqual([{ name: 'tollgate', port: 8080 }]);
+    const other = (await helmTemplate(MATRIX['CRDs as templates, private registry, scheduling']!)).docs;
+    const crds = other.filter((d) => d.kind === 'CustomResourceDefinition');
+    expect(crds.map((d) => d.metadata.name).sort()).toEqual(['apikeys.tollgate.dev', 'groups.tollgate.dev', 'modelroutes.tollgate.dev']);
+    for (const c of crds) expect(c.metadata.annotations['helm.sh/resource-policy']).toBe('keep');
+    const pod = byKind(other, 'Deployment', 'tollgate-proxy')!.spec.template.spec;
+    expect(pod.containers[0].image).toBe(`registry.example.com/tollgate:0.1.0@sha256:${'ab'.repeat(32)}`);
+    expect(pod.imagePullSecrets).toEqual([{ name: 'registry' }]);
+    expect(pod.nodeSelector).toEqual({ pool: 'gateway' });
+    expect(pod.containers[0].env.find((e: Obj) => e.name === 'DATABASE_URL').valueFrom.secretKeyRef).toEqual({ name: 'tollgate-proxy', key: 'uri' });
+  });
+
   it('the API Service never carries the admin port, whatever its type; the admin Service stays ClusterIP', async () => {
     const { docs } = await helmTemplate(MATRIX['LoadBalancer API']!);
     const api = byKind(docs, 'Service', 'tollgate')!;
@@ -185,8 +288,13 @@ describe('charts/tollgate with the real helm', () => {
       expect(out).toContain('deployment.apps/tollgate-operator created');
       expect(out).toContain('rolebinding.rbac.authorization.k8s.io/tollgate-operator created');
       expect(out).toContain('service/tollgate-admin created');
-      // Applied again: nothing changes.
-      expect((await kubectl('apply', '--validate=false', '-n', 'tollgate', '-f', file)).split('\n').filter((l) => /created|configured/.test(l))).toEqual([]);
+      expect(out).toContain('poddisruptionbudget.policy/tollgate-proxy created');
+      // Applied again: nothing changes. (kubectl re-sends a PDB's selector every time, its patch
+      // strategy being replace, and says "configured" as against a real API server.)
+      const rv = api.resourceVersion();
+      const again = await kubectl('apply', '--validate=false', '-n', 'tollgate', '-f', file);
+      expect(again.split('\n').filter((l) => /created|configured/.test(l) && !l.startsWith('poddisruptionbudget'))).toEqual([]);
+      expect(api.resourceVersion()).toBe(rv);
       expect(parse(await kubectl('get', '-n', 'tollgate', 'deployment', 'tollgate-proxy', '-o', 'yaml')).spec.template.spec.containers[0].image).toBe(
         'tollgate:0.1.0',
       );

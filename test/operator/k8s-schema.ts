@@ -1,5 +1,6 @@
 import * as client from '@kubernetes/client-node';
 import { HTTPRoute } from '@kubernetes-models/gateway-api/gateway.networking.k8s.io/v1';
+import { CustomResourceDefinition } from 'kubernetes-models/apiextensions.k8s.io/v1';
 import { Deployment } from 'kubernetes-models/apps/v1';
 import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
 import { Ingress, NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
@@ -20,6 +21,7 @@ interface Validatable {
 }
 
 const KINDS: Record<string, { model: new (o: any) => Validatable; strict?: string }> = {
+  'apiextensions.k8s.io/v1/CustomResourceDefinition': { model: CustomResourceDefinition, strict: 'V1CustomResourceDefinition' },
   'apps/v1/Deployment': { model: Deployment, strict: 'V1Deployment' },
   'autoscaling/v2/HorizontalPodAutoscaler': { model: HorizontalPodAutoscaler, strict: 'V2HorizontalPodAutoscaler' },
   'networking.k8s.io/v1/Ingress': { model: Ingress, strict: 'V1Ingress' },
