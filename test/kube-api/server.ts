@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parse as parseYaml } from 'yaml';
+import { strategicMergePatch } from './strategic-merge.js';
 
 /**
  * An in-memory Kubernetes API server for tests and local trials: plain HTTP, no auth. It speaks
@@ -10,8 +11,10 @@ import { parse as parseYaml } from 'yaml';
  * secrets, configmaps, events, leases (and, stored only, services, deployments, HPAs, PDBs,
  * network policies, ingresses and RBAC),
  * list/watch with one global resourceVersion, bookmarks, 410
- * for a too-old resourceVersion, merge / JSON / strategic-merge (as merge) patches, server-side
- * apply (as merge), label and field selectors, owner-reference garbage collection.
+ * for a too-old resourceVersion, merge / JSON patches, strategic-merge patches for built-in kinds
+ * (lists merged on their keys; 415 for custom resources, as the API server answers), server-side
+ * apply (as a strategic merge, no field ownership), `dryRun` on every write, label and field
+ * selectors, owner-reference garbage collection.
  * Not modelled: schema validation and pruning, admission, finalizers, pagination, protobuf
  * bodies (kubectl create namespace/secret send them and get 415: use kubectl apply -f).
  */
@@ -416,6 +419,8 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
     const q = url.searchParams;
     const store = storeOf(rt);
     const body = ['POST', 'PUT', 'PATCH'].includes(method) ? await readBody(req) : undefined;
+    // A DELETE may carry DeleteOptions in its body (kubectl sends dryRun there).
+    const deleteOptions = method === 'DELETE' ? (await readBody(req)) || '{}' : undefined;
     // kubectl's generators (kubectl create namespace / secret ...) send protobuf, which is not
     // modelled: say so plainly instead of failing to parse it (kubectl apply -f sends JSON).
     if (body !== undefined && /protobuf|cbor/.test(req.headers['content-type'] ?? '')) {
@@ -426,7 +431,14 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
         `the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml (this test server does not read protobuf: use kubectl apply -f)`,
       );
     }
-    const dryRun = q.has('dryRun');
+    let dryRun = q.has('dryRun');
+    if (deleteOptions) {
+      try {
+        dryRun ||= ((JSON.parse(deleteOptions) as { dryRun?: string[] }).dryRun ?? []).length > 0;
+      } catch {
+        return sendStatus(res, 400, 'BadRequest', 'the DeleteOptions body is not JSON');
+      }
+    }
 
     if (!name) {
       if (method === 'GET' && (watchPath || q.get('watch') === 'true' || q.get('watch') === '1')) return watch(req, res, rt, ns, q);
@@ -455,7 +467,7 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
       }
       if (method === 'DELETE') {
         const items = selected(rt, ns, q);
-        for (const o of items) remove(rt, o);
+        if (!dryRun) for (const o of items) remove(rt, o);
         return json(res, 200, { kind: `${rt.kind}List`, apiVersion: apiVersionOf(rt), metadata: { resourceVersion: String(rv) }, items });
       }
       return sendStatus(res, 405, 'MethodNotAllowed', `${method} is not supported on a collection`);
@@ -485,7 +497,8 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
         if (statusOnly) return notFound();
         // PUT creates when allowed (leases, most builtins): keep it simple and allow it.
         obj.metadata = { ...(obj.metadata ?? {}), name, ...(ns ? { namespace: ns } : {}) };
-        return json(res, 201, put(rt, create(rt, obj), 'ADDED'));
+        const created = create(rt, obj);
+        return json(res, 201, dryRun ? created : put(rt, created, 'ADDED'));
       }
       const sentRv = obj.metadata?.resourceVersion;
       if (sentRv && sentRv !== current.metadata.resourceVersion) {
@@ -507,9 +520,12 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
         if (!current) {
           if (statusOnly) return notFound();
           applied.metadata = { ...(applied.metadata ?? {}), name, ...(ns ? { namespace: ns } : {}) };
-          return json(res, 201, put(rt, create(rt, applied), 'ADDED'));
+          const created = create(rt, applied);
+          return json(res, 201, dryRun ? created : put(rt, created, 'ADDED'));
         }
-        patched = mergePatch(clone(current), applied);
+        // Field ownership is not modelled: built-in lists merge on their keys, as the applied
+        // fields of one manager would.
+        patched = rt.crd ? mergePatch(clone(current), applied) : strategicMergePatch(clone(current), applied);
       } else {
         if (!current) return notFound();
         const patch = JSON.parse(body!) as unknown;
@@ -519,8 +535,10 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
           } catch (err) {
             return sendStatus(res, 422, 'Invalid', `the JSON patch could not be applied: ${(err as Error).message}`);
           }
-        } else if (ct === 'application/merge-patch+json' || ct === 'application/strategic-merge-patch+json') {
-          patched = mergePatch(clone(current), ct.includes('strategic') ? stripDirectives(patch) : patch);
+        } else if (ct === 'application/merge-patch+json') {
+          patched = mergePatch(clone(current), patch);
+        } else if (ct === 'application/strategic-merge-patch+json' && !rt.crd) {
+          patched = strategicMergePatch(clone(current), patch);
         } else {
           return sendStatus(
             res,
@@ -895,17 +913,6 @@ export function mergePatch(target: unknown, patch: unknown): any {
     else out[k] = mergePatch(out[k], v);
   }
   return out;
-}
-
-/** Strategic-merge directives ($setElementOrder/..., $retainKeys, $patch) dropped: the rest is a merge patch. */
-function stripDirectives(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(stripDirectives);
-  if (!v || typeof v !== 'object') return v;
-  return Object.fromEntries(
-    Object.entries(v as Obj)
-      .filter(([k]) => !k.startsWith('$'))
-      .map(([k, x]) => [k, stripDirectives(x)]),
-  );
 }
 
 /** RFC 6902 JSON patch (add, remove, replace, move, copy, test). */
