@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parse as parseYaml } from 'yaml';
+import { decodeProtobuf } from './protobuf.js';
 import { strategicMergePatch } from './strategic-merge.js';
 
 /**
@@ -15,8 +16,9 @@ import { strategicMergePatch } from './strategic-merge.js';
  * (lists merged on their keys; 415 for custom resources, as the API server answers), server-side
  * apply (as a strategic merge, no field ownership), `dryRun` on every write, label and field
  * selectors, owner-reference garbage collection.
- * Not modelled: schema validation and pruning, admission, finalizers, pagination, protobuf
- * bodies (kubectl create namespace/secret send them and get 415: use kubectl apply -f).
+ * Protobuf request bodies are read for Secrets only (Helm's release records; protobuf.ts).
+ * Not modelled: schema validation and pruning, admission, finalizers, pagination, other protobuf
+ * bodies (kubectl create namespace sends one and gets 415: use kubectl apply -f).
  */
 
 type Obj = Record<string, any>;
@@ -418,12 +420,18 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
     const ns = rt.namespaced ? namespace : undefined;
     const q = url.searchParams;
     const store = storeOf(rt);
-    const body = ['POST', 'PUT', 'PATCH'].includes(method) ? await readBody(req) : undefined;
+    const raw = ['POST', 'PUT', 'PATCH'].includes(method) ? await readRaw(req) : undefined;
+    let body = raw?.toString('utf8');
     // A DELETE may carry DeleteOptions in its body (kubectl sends dryRun there).
     const deleteOptions = method === 'DELETE' ? (await readBody(req)) || '{}' : undefined;
-    // kubectl's generators (kubectl create namespace / secret ...) send protobuf, which is not
-    // modelled: say so plainly instead of failing to parse it (kubectl apply -f sends JSON).
-    if (body !== undefined && /protobuf|cbor/.test(req.headers['content-type'] ?? '')) {
+    // Helm's release records come as protobuf Secrets: read those (protobuf.ts) as JSON.
+    if (raw !== undefined && method !== 'PATCH' && /protobuf/.test(req.headers['content-type'] ?? '') && plural === 'secrets') {
+      const decoded = decodeProtobuf(raw);
+      if (!('error' in decoded)) body = JSON.stringify(decoded);
+    }
+    // Other protobuf bodies (kubectl create namespace, say) are not modelled: say so plainly
+    // instead of failing to parse them (kubectl apply -f sends JSON).
+    if (body !== undefined && body === raw?.toString('utf8') && /protobuf|cbor/.test(req.headers['content-type'] ?? '')) {
       return sendStatus(
         res,
         415,
@@ -875,10 +883,14 @@ function wantsTable(req: IncomingMessage): boolean {
   return /as=Table/.test(first) && /g=meta\.k8s\.io/.test(first);
 }
 
-async function readBody(req: IncomingMessage): Promise<string> {
+async function readRaw(req: IncomingMessage): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const c of req) chunks.push(c as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
+  return Buffer.concat(chunks);
+}
+
+async function readBody(req: IncomingMessage): Promise<string> {
+  return (await readRaw(req)).toString('utf8');
 }
 
 function parseBody(body: string, req: IncomingMessage): Obj {

@@ -303,3 +303,52 @@ describe('charts/tollgate with the real helm', () => {
     }
   });
 });
+
+describe('helm install, upgrade and rollback against the kube-API test server', () => {
+  it('installs the chart (CRDs, objects, the protobuf release Secret), upgrades it and rolls it back', async () => {
+    const api = await startKubeApi();
+    try {
+      const kubeconfig = await api.kubeconfig(join(dir, 'helm-kubeconfig'), 'tollgate');
+      const env = {
+        ...process.env,
+        KUBECONFIG: kubeconfig,
+        HELM_CACHE_HOME: join(dir, 'helm/cache'),
+        HELM_CONFIG_HOME: join(dir, 'helm/config'),
+        HELM_DATA_HOME: join(dir, 'helm/data'),
+      };
+      const helm = async (...args: string[]) => (await run(tools.helm, args, { env, cwd: ROOT, maxBuffer: 16 << 20 })).stdout;
+      await run(tools.kubectl, ['--kubeconfig', kubeconfig, 'apply', '--validate=false', '-f', 'examples/cluster/00-namespace.yaml'], { cwd: ROOT });
+      const deployment = () => api.get('apps/v1', 'deployments', 'tollgate', 'tollgate-proxy')!;
+      // The test server serves no OpenAPI document, which helm would validate against.
+      const common = ['-n', 'tollgate', '--disable-openapi-validation'];
+
+      const installed = await helm('install', 'tollgate', 'charts/tollgate', ...common, '--set', 'discovery.token=t');
+      expect(installed).toContain('STATUS: deployed');
+      expect(api.get('apiextensions.k8s.io/v1', 'customresourcedefinitions', undefined, 'modelroutes.tollgate.dev')).toBeDefined();
+      expect(deployment().spec.replicas).toBe(2);
+      const release = api.get('v1', 'secrets', 'tollgate', 'sh.helm.release.v1.tollgate.v1')!;
+      expect(release).toMatchObject({ type: 'helm.sh/release.v1', metadata: { labels: { owner: 'helm', name: 'tollgate', status: 'deployed' } } });
+
+      await helm('upgrade', 'tollgate', 'charts/tollgate', ...common, '--set', 'discovery.token=t', '--set', 'proxy.replicas=3', '--set', 'image.tag=0.2.0');
+      const upgraded = deployment().spec.template.spec.containers[0];
+      expect(deployment().spec.replicas).toBe(3);
+      expect(upgraded.image).toBe('tollgate:0.2.0');
+      // Merged by key, not replaced: env, ports and probes are all still there.
+      expect(upgraded.env.map((e: Obj) => e.name)).toEqual(['POD_NAME', 'TOLLGATE_DISCOVERY_TOKEN', 'DATABASE_URL', 'REDIS_URL', 'TOLLGATE_ADMIN_TOKEN']);
+      expect(upgraded.ports.map((p: Obj) => p.name)).toEqual(['http', 'admin']);
+      expect(upgraded.startupProbe).toBeDefined();
+
+      await helm('rollback', 'tollgate', '1', '-n', 'tollgate');
+      expect(deployment().spec.replicas).toBe(2);
+      expect(deployment().spec.template.spec.containers[0].image).toBe('tollgate:0.1.0');
+      const history = await helm('history', 'tollgate', '-n', 'tollgate', '-o', 'json');
+      expect((JSON.parse(history) as { revision: number; status: string }[]).map((r) => [r.revision, r.status])).toEqual([
+        [1, 'superseded'],
+        [2, 'superseded'],
+        [3, 'deployed'],
+      ]);
+    } finally {
+      await api.close();
+    }
+  });
+});
