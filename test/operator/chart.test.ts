@@ -44,6 +44,7 @@ export const MATRIX: Record<string, Obj> = {
     proxy: {
       nodeSelector: { pool: 'gateway' },
       tolerations: [{ key: 'dedicated', operator: 'Equal', value: 'gateway', effect: 'NoSchedule' }],
+      databaseSecret: 'tollgate-db-app',
       secretKeys: { databaseUrl: 'uri' },
     },
   },
@@ -208,7 +209,12 @@ describe('charts/tollgate with the real helm', () => {
     expect(pod.containers[0].image).toBe(`registry.example.com/tollgate:0.1.0@sha256:${'ab'.repeat(32)}`);
     expect(pod.imagePullSecrets).toEqual([{ name: 'registry' }]);
     expect(pod.nodeSelector).toEqual({ pool: 'gateway' });
-    expect(pod.containers[0].env.find((e: Obj) => e.name === 'DATABASE_URL').valueFrom.secretKeyRef).toEqual({ name: 'tollgate-proxy', key: 'uri' });
+    // CloudNativePG's app Secret for the URL (examples/cluster/databases), the admin token from the chart's.
+    expect(pod.containers[0].env.find((e: Obj) => e.name === 'DATABASE_URL').valueFrom.secretKeyRef).toEqual({ name: 'tollgate-db-app', key: 'uri' });
+    expect(pod.containers[0].env.find((e: Obj) => e.name === 'TOLLGATE_ADMIN_TOKEN').valueFrom.secretKeyRef).toEqual({
+      name: 'tollgate-proxy',
+      key: 'adminToken',
+    });
   });
 
   it('the API Service never carries the admin port, whatever its type; the admin Service stays ClusterIP', async () => {

@@ -36,8 +36,13 @@ const KINDS: Record<string, { model: new (o: any) => Validatable; strict?: strin
   'gateway.networking.k8s.io/v1/HTTPRoute': { model: HTTPRoute },
 };
 
-/** Kinds of other projects' CRDs that a chart may render (the Prometheus Operator's): only their shape is checked. */
-const FOREIGN = new Set(['monitoring.coreos.com/v1/ServiceMonitor', 'monitoring.coreos.com/v1/PodMonitor', 'monitoring.coreos.com/v1/PrometheusRule']);
+/** Kinds of other projects' CRDs (the Prometheus Operator's, CloudNativePG's): only their shape is checked. */
+const FOREIGN = new Set([
+  'postgresql.cnpg.io/v1/Cluster',
+  'monitoring.coreos.com/v1/ServiceMonitor',
+  'monitoring.coreos.com/v1/PodMonitor',
+  'monitoring.coreos.com/v1/PrometheusRule',
+]);
 
 type AttributeMap = { name: string; baseName: string; type: string }[];
 const models = client as unknown as Record<string, { getAttributeTypeMap?: () => AttributeMap } | undefined>;
