@@ -330,6 +330,10 @@ describe('helm install, upgrade and rollback against the kube-API test server', 
 
       const installed = await helm('install', 'tollgate', 'charts/tollgate', ...common, '--set', 'discovery.token=t');
       expect(installed).toContain('STATUS: deployed');
+      // The notes say how to reach the admin port (never public) and call the API with a minted key.
+      expect(installed).toContain('kubectl -n tollgate port-forward svc/tollgate-admin 9090');
+      expect(installed).toContain("get secret tollgate-proxy -o jsonpath='{.data.adminToken}'");
+      expect(installed).toContain('/v1/chat/completions -H "Authorization: Bearer $KEY"');
       expect(api.get('apiextensions.k8s.io/v1', 'customresourcedefinitions', undefined, 'modelroutes.tollgate.dev')).toBeDefined();
       expect(deployment().spec.replicas).toBe(2);
       const release = api.get('v1', 'secrets', 'tollgate', 'sh.helm.release.v1.tollgate.v1')!;
