@@ -46,6 +46,9 @@ type Cache = Informer<KubernetesObject> & ObjectCache<KubernetesObject> & { late
 
 const COMPILE = 'compile';
 
+/** The Secrets the operator caches: all but Helm's release records. */
+export const SECRET_SELECTOR = 'owner!=helm';
+
 /**
  * The controller: informers on ModelRoute, Group, ApiKey and Secret feed a keyed work queue;
  * one compile pass (pure) turns the cache into a GatewayConfig served over gRPC, and per-resource
@@ -158,8 +161,14 @@ export class Operator {
         }>;
       this.watch(kind, path, list);
     }
-    this.watch('Secret', ns ? `/api/v1/namespaces/${ns}/secrets` : '/api/v1/secrets', () =>
-      ns ? this.core.listNamespacedSecret({ namespace: ns }) : this.core.listSecretForAllNamespaces(),
+    // Helm keeps every release revision in a Secret labelled owner=helm (the whole rendered chart,
+    // gzipped): never needed here, and the largest Secrets of a namespace, so left out of the cache.
+    const labelSelector = SECRET_SELECTOR;
+    this.watch(
+      'Secret',
+      ns ? `/api/v1/namespaces/${ns}/secrets` : '/api/v1/secrets',
+      () => (ns ? this.core.listNamespacedSecret({ namespace: ns, labelSelector }) : this.core.listSecretForAllNamespaces({ labelSelector })),
+      labelSelector,
     );
     this.leader.start();
     this.log.info('operator started', { grpcPort, metricsPort, namespace: ns ?? '(all)', identity: this.id });
@@ -188,8 +197,13 @@ export class Operator {
 
   // ---------- informers ----------
 
-  private watch(name: string, path: string, list: () => Promise<{ items: KubernetesObject[]; metadata?: { resourceVersion?: string } }>) {
-    const informer = makeInformer(this.opts.kubeConfig, path, list as never) as Cache;
+  private watch(
+    name: string,
+    path: string,
+    list: () => Promise<{ items: KubernetesObject[]; metadata?: { resourceVersion?: string } }>,
+    labelSelector?: string,
+  ) {
+    const informer = makeInformer(this.opts.kubeConfig, path, list as never, labelSelector) as Cache;
     this.caches.set(name, informer);
     const changed = () => this.queue.add(COMPILE);
     informer.on('add', changed);

@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { checkStructural, crdFiles, generateCrds } from './crd.js';
+import { ModelRouteSpec } from './modelroute.js';
 
 const root = new URL('../../', import.meta.url);
 
@@ -17,7 +18,7 @@ type Crd = {
       storage: boolean;
       schema: { openAPIV3Schema: Record<string, any> };
       subresources: object;
-      additionalPrinterColumns: { name: string; jsonPath: string }[];
+      additionalPrinterColumns: { name: string; jsonPath: string; priority?: number }[];
     }[];
   };
 };
@@ -49,11 +50,36 @@ describe('generated CRDs', () => {
       expect(v.additionalPrinterColumns.find((c) => c.name === 'Ready')?.jsonPath).toBe('.status.conditions[?(@.type=="Ready")].status');
       expect(v.schema.openAPIV3Schema.properties.metadata).toEqual({ type: 'object' });
     }
-    const cols = (i: number) => crds[i]!.spec.versions[0]!.additionalPrinterColumns.map((c) => c.name.toUpperCase());
+    // What `kubectl get` shows; -o wide adds the priority-1 columns.
+    const cols = (i: number) => crds[i]!.spec.versions[0]!.additionalPrinterColumns.filter((c) => !c.priority).map((c) => c.name.toUpperCase());
     expect(cols(0)).toEqual(['MODEL', 'TYPE', 'READY', 'AGE']);
     expect(cols(1)).toEqual(['CCONLY', 'MULTIPLIER', 'READY', 'AGE']);
     expect(cols(2)).toEqual(['GROUP', 'ACCOUNT', 'REVOKED', 'READY', 'AGE']);
     expect(crds.map((c) => c.spec.names.shortNames)).toEqual([['mr'], ['tgg'], ['ak']]);
+  });
+
+  it('conditions are a map keyed by type; Reason and Message show in -o wide; CEL rules where they fit', () => {
+    for (const crd of crds) {
+      const v = crd.spec.versions[0]!;
+      const schema = v.schema.openAPIV3Schema;
+      expect(schema.properties.status.properties.conditions).toMatchObject({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'] });
+      expect(v.additionalPrinterColumns.filter((c) => ['Reason', 'Message'].includes(c.name))).toEqual([
+        expect.objectContaining({ priority: 1, jsonPath: '.status.conditions[?(@.type=="Ready")].reason' }),
+        expect.objectContaining({ priority: 1, jsonPath: '.status.conditions[?(@.type=="Ready")].message' }),
+      ]);
+    }
+    const spec = (kind: string) => crds.find((c) => c.spec.names.kind === kind)!.spec.versions[0]!.schema.openAPIV3Schema.properties.spec;
+    expect(spec('ApiKey').properties.account['x-kubernetes-validations']).toEqual([{ rule: 'self == oldSelf', message: expect.stringContaining('immutable') }]);
+    expect(spec('ModelRoute').properties.capabilities['x-kubernetes-validations'][0].rule).toContain('self.minDuration <= self.maxDuration');
+  });
+
+  it('zod holds the same duration rule as the CRD', () => {
+    const route = (capabilities: object) =>
+      ModelRouteSpec.safeParse({ type: 'video', backends: [{ provider: 'simulator', baseURL: 'http://127.0.0.1:1' }], capabilities });
+    expect(route({ minDuration: 5, maxDuration: 10 }).success).toBe(true);
+    const bad = route({ minDuration: 12, maxDuration: 10 });
+    expect(bad.success).toBe(false);
+    expect(bad.error?.issues[0]).toMatchObject({ message: 'minDuration must not exceed maxDuration', path: ['capabilities', 'minDuration'] });
   });
 
   it('turns records into additionalProperties and the Credentials union into one object', () => {

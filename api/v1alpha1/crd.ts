@@ -16,6 +16,31 @@ type Schema = Record<string, unknown>;
 const READY = '.status.conditions[?(@.type=="Ready")].status';
 const AGE = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' };
 
+// Why a resource is (not) Ready, in `kubectl get -o wide`.
+const REASON = { name: 'Reason', type: 'string', priority: 1, jsonPath: '.status.conditions[?(@.type=="Ready")].reason' };
+const MESSAGE = { name: 'Message', type: 'string', priority: 1, jsonPath: '.status.conditions[?(@.type=="Ready")].message' };
+
+/**
+ * Rules the API server checks at admission (CEL), where one fits a field of the schema: the
+ * same rules the zod schemas or compile() hold, said before the object is stored. Keyed by the
+ * property path below the root.
+ */
+const VALIDATIONS: Record<Kind, Record<string, { rule: string; message: string; reason?: string }[]>> = {
+  ModelRoute: {
+    'spec.capabilities': [
+      {
+        rule: '!has(self.minDuration) || !has(self.maxDuration) || self.minDuration <= self.maxDuration',
+        message: 'minDuration must not exceed maxDuration',
+      },
+    ],
+  },
+  Group: {},
+  ApiKey: {
+    // Credits already spent through the key stay with the account they came from.
+    'spec.account': [{ rule: 'self == oldSelf', message: 'account is immutable: make a new ApiKey for another account' }],
+  },
+};
+
 const PRINTER_COLUMNS: Record<Kind, object[]> = {
   ModelRoute: [
     // status.model, not spec.model: spec.model is usually left to default to the name.
@@ -23,12 +48,16 @@ const PRINTER_COLUMNS: Record<Kind, object[]> = {
     { name: 'Type', type: 'string', jsonPath: '.spec.type' },
     { name: 'Ready', type: 'string', jsonPath: READY },
     AGE,
+    REASON,
+    MESSAGE,
   ],
   Group: [
     { name: 'CCOnly', type: 'boolean', jsonPath: '.spec.ccOnly' },
     { name: 'Multiplier', type: 'string', jsonPath: '.spec.priceMultiplier' },
     { name: 'Ready', type: 'string', jsonPath: READY },
     AGE,
+    REASON,
+    MESSAGE,
   ],
   ApiKey: [
     { name: 'Group', type: 'string', jsonPath: '.spec.group' },
@@ -36,6 +65,8 @@ const PRINTER_COLUMNS: Record<Kind, object[]> = {
     { name: 'Revoked', type: 'boolean', jsonPath: '.spec.revoked' },
     { name: 'Ready', type: 'string', jsonPath: READY },
     AGE,
+    REASON,
+    MESSAGE,
   ],
 };
 
@@ -76,6 +107,14 @@ function crdFor(kind: Kind) {
     },
     required: ['spec'],
   };
+  for (const [path, rules] of Object.entries(VALIDATIONS[kind])) {
+    const node = path.split('.').reduce<Schema | undefined>((n, k) => (n?.properties as Record<string, Schema> | undefined)?.[k], openAPIV3Schema);
+    if (!node) throw new Error(`crd: ${kind} has no ${path} for its validation rules`);
+    node['x-kubernetes-validations'] = rules;
+  }
+  // Conditions are a map keyed by type: one of each, merged by type in server-side apply.
+  const conditions = (openAPIV3Schema.properties.status.properties as Record<string, Schema> | undefined)?.conditions;
+  if (conditions) Object.assign(conditions, { 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'] });
   return {
     apiVersion: 'apiextensions.k8s.io/v1',
     kind: 'CustomResourceDefinition',

@@ -77,22 +77,27 @@ export const Pricing = z.strictObject({
 });
 export type Pricing = z.infer<typeof Pricing>;
 
-export const Capabilities = z.strictObject({
-  // image
-  inpaint: z.boolean().optional(),
-  qualities: z.array(z.string()).optional(),
-  // video
-  firstFrame: z.boolean().optional(),
-  lastFrame: z.boolean().optional(),
-  referenceImages: z.boolean().optional(),
-  referenceVideo: z.boolean().optional(),
-  audio: z.boolean().optional(),
-  resolutions: z.array(z.string()).optional(),
-  minDuration: z.number().int().min(1).optional(),
-  maxDuration: z.number().int().min(1).optional(),
-  // chat
-  countTokens: z.boolean().optional(),
-});
+export const Capabilities = z
+  .strictObject({
+    // image
+    inpaint: z.boolean().optional(),
+    qualities: z.array(z.string()).optional(),
+    // video
+    firstFrame: z.boolean().optional(),
+    lastFrame: z.boolean().optional(),
+    referenceImages: z.boolean().optional(),
+    referenceVideo: z.boolean().optional(),
+    audio: z.boolean().optional(),
+    resolutions: z.array(z.string()).optional(),
+    minDuration: z.number().int().min(1).optional(),
+    maxDuration: z.number().int().min(1).optional(),
+    // chat
+    countTokens: z.boolean().optional(),
+  })
+  .refine((c) => c.minDuration === undefined || c.maxDuration === undefined || c.minDuration <= c.maxDuration, {
+    message: 'minDuration must not exceed maxDuration',
+    path: ['minDuration'],
+  });
 export type Capabilities = z.infer<typeof Capabilities>;
 
 export const ModelRouteSpec = z.strictObject({

@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { compile, type GatewayConfig } from '../../api/snapshot/index.js';
 import { discoveryService, encodeSnapshot, type DiscoveryRequest, type DiscoveryResponse } from '../../api/snapshot/discovery.js';
 import type { Logger } from '../../kernel/log.js';
-import { backoffDelay, GrpcConfigSource, parseDiscoveryUrl } from './grpc-source.js';
+import { backoffDelay, GrpcConfigSource, parseDiscoveryUrl, RECONNECT } from './grpc-source.js';
 
 /**
  * The proxy side of config discovery against a scripted ConfigDiscovery server (real gRPC on
@@ -257,5 +257,7 @@ describe('gRPC config source', () => {
     expect(backoffDelay(4, 100, 1000, hi)).toBe(1000);
     expect(backoffDelay(50, 100, 1000, hi)).toBe(1000);
     expect(backoffDelay(3, 100, 1000, lo)).toBe(400);
+    // The default never waits more than 5 s, however long the operator was away.
+    expect(backoffDelay(1000, RECONNECT.initialMs, RECONNECT.maxMs, hi)).toBe(5_000);
   });
 });

@@ -33,6 +33,12 @@ export function parseDiscoveryUrl(url: string): { target: string; tls: boolean }
 }
 
 /**
+ * The reconnect delay's ceiling: after an operator outage every proxy is back within about this
+ * long, so a revocation made meanwhile reaches them all within seconds, not half a minute.
+ */
+export const RECONNECT = { initialMs: 250, maxMs: 5_000 };
+
+/**
  * Full jitter over a capped exponential (AWS architecture blog): reconnecting proxies spread out
  * instead of hitting a restarted operator in step.
  */
@@ -141,7 +147,7 @@ export class GrpcConfigSource implements ConfigSource {
       if (this.stream === stream) this.stream = undefined;
       this.connected = false;
       if (this.stopped) return;
-      const wait = backoffDelay(this.attempt++, this.opts.backoff?.initialMs ?? 250, this.opts.backoff?.maxMs ?? 30_000);
+      const wait = backoffDelay(this.attempt++, this.opts.backoff?.initialMs ?? RECONNECT.initialMs, this.opts.backoff?.maxMs ?? RECONNECT.maxMs);
       const fields = { operator: this.opts.url, retryInMs: wait, serving: this.config?.version ?? null, reason: why };
       // An unauthenticated stream will not heal by itself: say so loudly.
       if (code === grpc.status.UNAUTHENTICATED || code === grpc.status.PERMISSION_DENIED)

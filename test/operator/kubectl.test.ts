@@ -1,10 +1,10 @@
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { k8sTools } from '../support/k8s-tools.js';
 import { keyHash } from '../support/resources.js';
 import {
   NS,
@@ -27,10 +27,11 @@ import {
  * Secret and used through a proxy, revocation, deletion with garbage collection.
  */
 
-const KUBECTL = process.env.KUBECTL ?? '/usr/bin/kubectl';
+// The real kubectl, from the npm registry (test/support/k8s-tools.ts).
+let KUBECTL = '';
 const run = promisify(execFile);
 
-describe.skipIf(!existsSync(KUBECTL))('kubectl against the kube-API test server, with the operator', () => {
+describe('kubectl against the kube-API test server, with the operator', () => {
   let cluster: Cluster;
   let sim: Simulator;
   let op: TestOperator;
@@ -41,6 +42,7 @@ describe.skipIf(!existsSync(KUBECTL))('kubectl against the kube-API test server,
   const k = (...args: string[]) => kubectl('-n', NS, ...args);
 
   beforeAll(async () => {
+    KUBECTL = process.env.KUBECTL ?? (await k8sTools()).kubectl;
     dir = await mkdtemp(join(tmpdir(), 'tg-kubectl-'));
     // The harness applies the CRDs itself; here kubectl does it, so start from an empty cluster.
     cluster = await startCluster({ crds: false, namespace: false });
@@ -65,6 +67,7 @@ describe.skipIf(!existsSync(KUBECTL))('kubectl against the kube-API test server,
       'role.rbac.authorization.k8s.io/tollgate-operator',
       'deployment.apps/tollgate-operator',
       'service/tollgate',
+      'service/tollgate-admin',
       'horizontalpodautoscaler.autoscaling/tollgate-proxy',
     ]) {
       expect(first).toContain(`${what} created`);
