@@ -36,6 +36,14 @@ export const MATRIX: Record<string, Obj> = {
       httpRoute: { enabled: true, parentRefs: [{ name: 'public', namespace: 'gateway-system' }], hostnames: ['gateway.example.com'] },
     },
   },
+  'monitoring on': {
+    discovery: { token: 't' },
+    monitoring: {
+      podMonitor: { enabled: true, labels: { release: 'prom' } },
+      prometheusRule: { enabled: true },
+      dashboard: { enabled: true, folder: 'Gateways' },
+    },
+  },
   'CRDs as templates, private registry, scheduling': {
     discovery: { token: 't' },
     crds: { templates: true },
@@ -102,6 +110,18 @@ describe('charts/tollgate with the real helm', () => {
       expect(docs.flatMap(manifestErrors)).toEqual([]);
     });
   }
+
+  it('monitoring on: a PodMonitor for both admin and metrics ports, the alert rules and the dashboard as the files in the chart', async () => {
+    const { docs } = await helmTemplate(MATRIX['monitoring on']!);
+    const rule = byKind(docs, 'PrometheusRule', 'tollgate')!;
+    const source = parse(await readFile(join(CHART, 'monitoring/rules.yaml'), 'utf8')) as Obj;
+    expect(rule.spec.groups).toEqual(source.groups);
+    const dash = docs.find((d) => d.kind === 'ConfigMap' && d.metadata.labels?.grafana_dashboard === '1')!;
+    expect(dash.metadata.annotations).toMatchObject({ grafana_folder: 'Gateways' });
+    const json = Object.values(dash.data as Record<string, string>)[0]!;
+    expect(JSON.parse(json)).toEqual(JSON.parse(await readFile(join(CHART, 'dashboards/tollgate.json'), 'utf8')));
+    expect(docs.find((d) => d.kind === 'PodMonitor')!.metadata.labels).toMatchObject({ release: 'prom' });
+  });
 
   it('defaults: an operator, RBAC, a proxy, the API Service and the admin port in its own ClusterIP Service', async () => {
     const { docs } = await helmTemplate(MATRIX.defaults!);
