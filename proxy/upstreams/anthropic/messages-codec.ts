@@ -1,5 +1,5 @@
 import { emptyUsage, finishFrom, type IrFinish, type IrPart, type IrRequest, type IrResponse, type IrStreamPart } from '../../ir/chat.js';
-import { isObj, str, type Json } from '../../ir/json.js';
+import { eventObject, isObj, str, type Json } from '../../ir/json.js';
 import type { Usage } from '../../ir/usage.js';
 import { usageFromMessages } from '../../ir/wire-usage.js';
 
@@ -144,14 +144,8 @@ export class MessagesStreamDecoder {
 
   event(event: string, data: string): IrStreamPart[] {
     if (this.done) return [];
-    let j: Json;
-    try {
-      const v = JSON.parse(data) as unknown;
-      if (!isObj(v)) return [];
-      j = v;
-    } catch {
-      return [];
-    }
+    const j = eventObject(data);
+    if (!j) return [];
     const type = str(j.type) ?? event;
     switch (type) {
       case 'message_start': {

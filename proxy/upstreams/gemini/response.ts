@@ -1,5 +1,5 @@
 import { emptyUsage, finishFrom, type IrFinish, type IrPart, type IrResponse, type IrStreamPart } from '../../ir/chat.js';
-import { isObj, str, type Json } from '../../ir/json.js';
+import { eventObject, isObj, str, type Json } from '../../ir/json.js';
 import { tokenCount, type Usage } from '../../ir/usage.js';
 import { toSignature } from './signature.js';
 
@@ -124,14 +124,8 @@ export class GeminiStreamDecoder {
 
   event(_event: string, data: string): IrStreamPart[] {
     if (this.done) return [];
-    let j: Json;
-    try {
-      const v = JSON.parse(data) as unknown;
-      if (!isObj(v)) return [];
-      j = v;
-    } catch {
-      return [];
-    }
+    const j = eventObject(data);
+    if (!j) return [];
     if (isObj(j.error)) {
       this.done = true;
       return [{ type: 'error', message: str(j.error.message) ?? 'upstream error', ...(str(j.error.status) ? { errorType: str(j.error.status)! } : {}) }];

@@ -1,5 +1,5 @@
 import { emptyUsage, finishFrom, TranslationError, type IrFinish, type IrPart, type IrRequest, type IrResponse, type IrStreamPart } from '../../ir/chat.js';
-import { isObj, str, type Json } from '../../ir/json.js';
+import { eventObject, isObj, str, type Json } from '../../ir/json.js';
 import type { Usage } from '../../ir/usage.js';
 import { usageFromChat } from '../../ir/wire-usage.js';
 
@@ -141,14 +141,8 @@ export class ChatStreamDecoder {
   event(_event: string, data: string): IrStreamPart[] {
     if (this.done) return [];
     if (data === '[DONE]') return this.finish();
-    let j: Json;
-    try {
-      const v = JSON.parse(data) as unknown;
-      if (!isObj(v)) return [];
-      j = v;
-    } catch {
-      return [];
-    }
+    const j = eventObject(data);
+    if (!j) return [];
     const out: IrStreamPart[] = [];
     if (isObj(j.error)) {
       this.done = true;

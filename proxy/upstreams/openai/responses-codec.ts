@@ -1,5 +1,5 @@
 import { emptyUsage, TranslationError, type IrFinish, type IrPart, type IrRequest, type IrResponse, type IrStreamPart } from '../../ir/chat.js';
-import { isObj, str, type Json } from '../../ir/json.js';
+import { eventObject, isObj, str, type Json } from '../../ir/json.js';
 import type { Usage } from '../../ir/usage.js';
 import { usageFromResponses } from '../../ir/wire-usage.js';
 
@@ -166,14 +166,8 @@ export class ResponsesStreamDecoder {
 
   event(event: string, data: string): IrStreamPart[] {
     if (this.done) return [];
-    let j: Json;
-    try {
-      const v = JSON.parse(data) as unknown;
-      if (!isObj(v)) return [];
-      j = v;
-    } catch {
-      return [];
-    }
+    const j = eventObject(data);
+    if (!j) return [];
     switch (str(j.type) ?? event) {
       case 'response.created': {
         const r = isObj(j.response) ? j.response : {};
