@@ -85,7 +85,7 @@ export async function translatedAttempt(
   } catch (err) {
     return { failed: { kind: (err as UpstreamError).kind } };
   }
-  const dropped = t.decoded.fates.filter((f) => f.fate === 'dropped').map((f) => f.field);
+  const dropped = t.decoded.fates.filter((f) => f.fate === 'dropped' && !codec.carries?.has(f.field)).map((f) => f.field);
   const extra: OutgoingHttpHeaders = dropped.length ? { [DROPPED_HEADER]: dropped.join(', ') } : {};
   const status = resp.statusCode;
   if (status >= 400) {

@@ -9,7 +9,7 @@ import type { Usage } from './usage.js';
  * that made them.
  */
 
-export type IrPart =
+export type IrPart = (
   | { type: 'text'; text: string }
   | { type: 'image'; url: string }
   | { type: 'image'; data: string; mediaType: string }
@@ -19,7 +19,11 @@ export type IrPart =
   | { type: 'tool_call'; id: string; name: string; arguments: string }
   | { type: 'tool_result'; callId: string; content: string; isError?: boolean }
   | { type: 'reasoning'; text: string; signature?: string }
-  | { type: 'redacted_reasoning'; data: string };
+  | { type: 'redacted_reasoning'; data: string }
+) & {
+  /** An Anthropic-style cache breakpoint after this part: the prompt up to here is worth caching. */
+  cache?: true;
+};
 
 export interface IrMessage {
   role: 'user' | 'assistant';
@@ -31,6 +35,8 @@ export interface IrTool {
   description?: string;
   /** JSON Schema of the arguments. */
   parameters: Record<string, unknown>;
+  /** A cache breakpoint after this tool (the tools up to here are worth caching). */
+  cache?: true;
 }
 
 export type IrToolChoice = { type: 'auto' } | { type: 'none' } | { type: 'required' } | { type: 'tool'; name: string };
@@ -38,6 +44,8 @@ export type IrToolChoice = { type: 'auto' } | { type: 'none' } | { type: 'requir
 export interface IrRequest {
   /** System and developer instructions, in order (a system message in mid-conversation included, where it stood). */
   system: string[];
+  /** A cache breakpoint after the instructions. */
+  cacheSystem?: true;
   messages: IrMessage[];
   tools: IrTool[];
   toolChoice?: IrToolChoice;

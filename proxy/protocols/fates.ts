@@ -12,7 +12,13 @@ export const FIELD_FATES = {
   'chat-completions': { mapped: CHAT_MAPPED, other: CHAT_FATES },
   messages: {
     mapped: MESSAGES_MAPPED,
-    other: { ...MESSAGES_FATES, cache_control: { fate: 'dropped' as const, why: 'a caching hint; this backend caches prompts by itself or not at all' } },
+    other: {
+      ...MESSAGES_FATES,
+      cache_control: {
+        fate: 'dropped' as const,
+        why: 'a caching hint: carried to Anthropic wires (Vertex) and as Bedrock cache points; other backends cache by themselves or not at all',
+      },
+    },
   },
   responses: { mapped: RESPONSES_MAPPED, other: RESPONSES_FATES },
 } as const;

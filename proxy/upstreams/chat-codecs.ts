@@ -5,7 +5,7 @@ import { decodeMessagesResponse, encodeMessagesRequest, MessagesStreamDecoder } 
 import { ChatStreamDecoder, chatRefusal, decodeChatResponse, encodeChatRequest } from './openai/chat-codec.js';
 import { decodeResponsesResponse, encodeResponsesRequest, ResponsesStreamDecoder, responsesRefusal } from './openai/responses-codec.js';
 import { conversePath } from './bedrock/index.js';
-import { encodeConverseRequest } from './bedrock/request.js';
+import { converseRefusal, encodeConverseRequest } from './bedrock/request.js';
 import { converseError, ConverseStreamDecoder, decodeConverseResponse } from './bedrock/response.js';
 import { geminiPath } from './gemini/index.js';
 import { isClaude, vertexPath } from './vertex/index.js';
@@ -38,6 +38,8 @@ export interface UpstreamChatCodec {
   streamDecoder(): UpstreamStreamDecoder;
   /** The message and type of an error answer in this wire's shape. */
   error(body: unknown): { message: string; type?: string };
+  /** Client fields translation would otherwise drop that this wire carries (cache breakpoints). */
+  carries?: ReadonlySet<string>;
   /** Why this wire cannot carry a request (a part or field it has no place for), if it cannot. */
   refusal?(ir: IrRequest): TranslationError | undefined;
   /** The call's path when it is not provider.path(backend, op): Gemini names the model and the method in it. */
@@ -64,12 +66,15 @@ const chatCodec = (openaiItself: boolean): UpstreamChatCodec => ({
 
 export const VERTEX_ANTHROPIC_VERSION = 'vertex-2023-10-16';
 
+const BREAKPOINTS: ReadonlySet<string> = new Set(['cache_control']);
+
 const messagesCodec: UpstreamChatCodec = {
   op: 'messages',
   encode: (ir, model, cap) => encodeMessagesRequest(ir, model, cap),
   decode: decodeMessagesResponse,
   streamDecoder: () => new MessagesStreamDecoder(),
   error: errorOf,
+  carries: BREAKPOINTS,
 };
 
 const responsesCodec: UpstreamChatCodec = {
@@ -100,6 +105,8 @@ const converseCodec: UpstreamChatCodec = {
   error: converseError,
   path: conversePath,
   streamType: /^application\/vnd\.amazon\.eventstream/i,
+  refusal: converseRefusal,
+  carries: BREAKPOINTS,
 };
 
 /** Vertex AI: Gemini through the Gemini codec at Vertex's paths. */

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { ChatProtocol } from '../../proxy/ir/protocol.js';
 import { clientCodec } from '../../proxy/protocols/index.js';
 import { encodeMessagesRequest } from '../../proxy/upstreams/anthropic/messages-codec.js';
+import { encodeConverseRequest } from '../../proxy/upstreams/bedrock/request.js';
 import { encodeChatRequest } from '../../proxy/upstreams/openai/chat-codec.js';
 import { encodeResponsesRequest } from '../../proxy/upstreams/openai/responses-codec.js';
 
@@ -68,6 +69,18 @@ describe.each(captures.filter((c) => c.client.startsWith('Claude Code')))('Claud
     expect(JSON.stringify(up)).not.toContain('cache_control');
     const calls = up.messages.flatMap((m) => m.tool_calls ?? []).map((t) => t.id);
     expect(up.messages.flatMap((m) => (m.role === 'tool' ? [m.tool_call_id] : []))).toEqual(calls);
+  });
+
+  it('towards Bedrock and Anthropic wires: its cache breakpoints travel (cache points after the same blocks, cache_control back as it was)', () => {
+    const all = JSON.stringify(c.body).split('"cache_control"').length - 1;
+    // The instructions become one block: their breakpoints, one.
+    const inSystem = (body.system as { cache_control?: unknown }[]).filter((b) => b.cache_control).length;
+    const marks = all - Math.max(0, inSystem - 1);
+    expect(marks).toBeGreaterThan(0);
+    const converse = encodeConverseRequest(d.ir, 'anthropic.claude-x', 32000);
+    expect(JSON.stringify(converse).split('"cachePoint"').length - 1).toBe(marks);
+    const messages = encodeMessagesRequest(d.ir, 'claude-x', 32000);
+    expect(JSON.stringify(messages).split('"cache_control"').length - 1).toBe(marks);
   });
 
   it('towards Responses: instructions, tools, and the result as a function_call_output of its call', () => {

@@ -61,36 +61,45 @@ function blocks(content: unknown, where: string, cached: { seen: boolean }): IrP
   if (!Array.isArray(content)) throw new TranslationError(`${where} must be a string or an array of content blocks`, 'messages');
   return content.flatMap((b: unknown, i): IrPart[] => {
     if (!isObj(b)) throw new TranslationError(`${where}[${i}] must be an object`, 'messages');
-    if (b.cache_control !== undefined) cached.seen = true;
-    switch (b.type) {
-      case 'text':
-        return str(b.text) ? [{ type: 'text', text: b.text as string }] : [];
-      case 'image': {
-        const s = isObj(b.source) ? b.source : {};
-        if (s.type === 'base64') return [{ type: 'image', mediaType: str(s.media_type) ?? 'image/png', data: str(s.data) ?? '' }];
-        if (s.type === 'url') return [{ type: 'image', url: str(s.url) ?? '' }];
-        throw new TranslationError(`${where}[${i}]: image source type "${String(s.type)}" is not available through translation`, 'messages');
-      }
-      case 'tool_use':
-        return [{ type: 'tool_call', id: str(b.id) ?? '', name: str(b.name) ?? '', arguments: JSON.stringify(b.input ?? {}) }];
-      case 'tool_result':
-        return [{ type: 'tool_result', callId: str(b.tool_use_id) ?? '', content: textOf(b.content), ...(b.is_error === true ? { isError: true } : {}) }];
-      case 'thinking':
-        return [{ type: 'reasoning', text: str(b.thinking) ?? '', ...(typeof b.signature === 'string' ? { signature: b.signature } : {}) }];
-      case 'redacted_thinking':
-        return [{ type: 'redacted_reasoning', data: str(b.data) ?? '' }];
-      case 'document': {
-        const s = isObj(b.source) ? b.source : {};
-        const filename = str(b.title) ? { filename: b.title as string } : {};
-        if (s.type === 'base64') return [{ type: 'document', mediaType: str(s.media_type) ?? 'application/pdf', data: str(s.data) ?? '', ...filename }];
-        if (s.type === 'url') return [{ type: 'document', url: str(s.url) ?? '', ...filename }];
-        if (s.type === 'text') return str(s.data) ? [{ type: 'text', text: s.data as string }] : [];
-        throw new TranslationError(`${where}[${i}]: document source type "${String(s.type)}" is not available through translation`, 'messages');
-      }
-      default:
-        throw new TranslationError(`${where}[${i}]: content block type "${String(b.type)}" is not available through translation`, 'messages');
+    const parts = block(b, `${where}[${i}]`);
+    if (b.cache_control !== undefined && b.cache_control !== null) {
+      cached.seen = true;
+      const last = parts.at(-1);
+      if (last) last.cache = true;
     }
+    return parts;
   });
+}
+
+function block(b: Json, at: string): IrPart[] {
+  switch (b.type) {
+    case 'text':
+      return str(b.text) ? [{ type: 'text', text: b.text as string }] : [];
+    case 'image': {
+      const s = isObj(b.source) ? b.source : {};
+      if (s.type === 'base64') return [{ type: 'image', mediaType: str(s.media_type) ?? 'image/png', data: str(s.data) ?? '' }];
+      if (s.type === 'url') return [{ type: 'image', url: str(s.url) ?? '' }];
+      throw new TranslationError(`${at}: image source type "${String(s.type)}" is not available through translation`, 'messages');
+    }
+    case 'tool_use':
+      return [{ type: 'tool_call', id: str(b.id) ?? '', name: str(b.name) ?? '', arguments: JSON.stringify(b.input ?? {}) }];
+    case 'tool_result':
+      return [{ type: 'tool_result', callId: str(b.tool_use_id) ?? '', content: textOf(b.content), ...(b.is_error === true ? { isError: true } : {}) }];
+    case 'thinking':
+      return [{ type: 'reasoning', text: str(b.thinking) ?? '', ...(typeof b.signature === 'string' ? { signature: b.signature } : {}) }];
+    case 'redacted_thinking':
+      return [{ type: 'redacted_reasoning', data: str(b.data) ?? '' }];
+    case 'document': {
+      const s = isObj(b.source) ? b.source : {};
+      const filename = str(b.title) ? { filename: b.title as string } : {};
+      if (s.type === 'base64') return [{ type: 'document', mediaType: str(s.media_type) ?? 'application/pdf', data: str(s.data) ?? '', ...filename }];
+      if (s.type === 'url') return [{ type: 'document', url: str(s.url) ?? '', ...filename }];
+      if (s.type === 'text') return str(s.data) ? [{ type: 'text', text: s.data as string }] : [];
+      throw new TranslationError(`${at}: document source type "${String(s.type)}" is not available through translation`, 'messages');
+    }
+    default:
+      throw new TranslationError(`${at}: content block type "${String(b.type)}" is not available through translation`, 'messages');
+  }
 }
 
 function toolChoiceOf(v: unknown): { choice?: IrToolChoice; parallel?: boolean } {
@@ -110,10 +119,11 @@ export function decodeMessagesRequest(body: Json): { ir: IrRequest; fates: IrFie
   const fates = fatesOf(body, MAPPED, MESSAGES_FATES, 'not part of the Messages API this gateway translates');
   const cached = { seen: false };
   const system: string[] = [];
+  let cacheSystem = false;
   if (typeof body.system === 'string') system.push(body.system);
   else if (Array.isArray(body.system)) {
     for (const b of body.system as unknown[]) {
-      if (isObj(b) && b.cache_control !== undefined) cached.seen = true;
+      if (isObj(b) && b.cache_control !== undefined && b.cache_control !== null) cached.seen = cacheSystem = true;
       if (isObj(b) && typeof b.text === 'string') system.push(b.text);
     }
   }
@@ -135,7 +145,8 @@ export function decodeMessagesRequest(body: Json): { ir: IrRequest; fates: IrFie
   if (Array.isArray(body.tools)) {
     body.tools.forEach((t: unknown, i) => {
       if (!isObj(t)) throw new TranslationError(`tools[${i}] must be an object`, 'tools');
-      if (t.cache_control !== undefined) cached.seen = true;
+      const cache = t.cache_control !== undefined && t.cache_control !== null;
+      if (cache) cached.seen = true;
       if (t.type !== undefined && t.type !== 'custom') {
         throw new TranslationError(`tools[${i}]: the server tool "${typeof t.type === 'string' ? t.type : '?'}" is not available from this backend`, 'tools');
       }
@@ -143,10 +154,17 @@ export function decodeMessagesRequest(body: Json): { ir: IrRequest; fates: IrFie
         name: str(t.name) ?? '',
         ...(typeof t.description === 'string' ? { description: t.description } : {}),
         parameters: isObj(t.input_schema) ? t.input_schema : { type: 'object', properties: {} },
+        ...(cache ? { cache: true as const } : {}),
       });
     });
   }
-  if (cached.seen) fates.push({ field: 'cache_control', fate: 'dropped', why: 'a caching hint; this backend caches prompts by itself or not at all' });
+  // Carried to the backends that take breakpoints (Anthropic on Vertex, Bedrock's cache points); named as dropped by the others.
+  if (cached.seen)
+    fates.push({
+      field: 'cache_control',
+      fate: 'dropped',
+      why: 'a caching hint: carried to Anthropic wires (Vertex) and as Bedrock cache points; other backends cache by themselves or not at all',
+    });
   const tc = toolChoiceOf(body.tool_choice);
   const thinking = isObj(body.thinking) ? body.thinking : undefined;
   const effort = isObj(body.output_config) ? str(body.output_config.effort) : undefined;
@@ -161,6 +179,7 @@ export function decodeMessagesRequest(body: Json): { ir: IrRequest; fates: IrFie
   const responseFormat = formatOf(isObj(body.output_config) ? body.output_config.format : body.output_format);
   const ir: IrRequest = {
     system,
+    ...(cacheSystem ? { cacheSystem: true as const } : {}),
     messages,
     tools,
     stream: body.stream === true,

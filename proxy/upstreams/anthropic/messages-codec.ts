@@ -19,7 +19,15 @@ function argsObject(args: string): unknown {
   }
 }
 
+const EPHEMERAL = { type: 'ephemeral' };
+
+/** A part as a content block, with its cache breakpoint. */
 function block(p: IrPart): Json | undefined {
+  const b = bare(p);
+  return b && p.cache ? { ...b, cache_control: EPHEMERAL } : b;
+}
+
+function bare(p: IrPart): Json | undefined {
   switch (p.type) {
     case 'text':
       return p.text === '' ? undefined : { type: 'text', text: p.text };
@@ -72,10 +80,17 @@ export function encodeMessagesRequest(ir: IrRequest, model: string, maxTokens: n
   return {
     model,
     max_tokens: maxTokens,
-    ...(system.length ? { system: system.join('\n\n') } : {}),
+    ...(system.length ? { system: ir.cacheSystem ? [{ type: 'text', text: system.join('\n\n'), cache_control: EPHEMERAL }] : system.join('\n\n') } : {}),
     messages,
     ...(ir.tools.length
-      ? { tools: ir.tools.map((t) => ({ name: t.name, ...(t.description !== undefined ? { description: t.description } : {}), input_schema: t.parameters })) }
+      ? {
+          tools: ir.tools.map((t) => ({
+            name: t.name,
+            ...(t.description !== undefined ? { description: t.description } : {}),
+            input_schema: t.parameters,
+            ...(t.cache ? { cache_control: EPHEMERAL } : {}),
+          })),
+        }
       : {}),
     ...(tc && ir.tools.length
       ? {

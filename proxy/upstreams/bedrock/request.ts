@@ -1,4 +1,4 @@
-import type { IrPart, IrRequest } from '../../ir/chat.js';
+import { TranslationError, type IrPart, type IrRequest } from '../../ir/chat.js';
 import { badRequest } from '../../../kernel/errors.js';
 import { isObj, type Json } from '../../ir/json.js';
 
@@ -29,6 +29,30 @@ function image(p: Extract<IrPart, { type: 'image' }>): Json {
   return { image: { format, source: { bytes: data } } };
 }
 
+const DOCUMENTS: Record<string, string> = {
+  'application/pdf': 'pdf',
+  'text/csv': 'csv',
+  'text/html': 'html',
+  'text/plain': 'txt',
+  'text/markdown': 'md',
+  'application/msword': 'doc',
+  'application/vnd.openxmlformats-officedocument.wordprocessingml.document': 'docx',
+  'application/vnd.ms-excel': 'xls',
+  'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet': 'xlsx',
+};
+
+/** What Converse cannot carry of a request: images or documents by URL (it takes bytes), formats it does not read. */
+export function converseRefusal(ir: IrRequest): TranslationError | undefined {
+  for (const m of ir.messages)
+    for (const p of m.content) {
+      if (p.type === 'image' && !('data' in p) && !p.url.startsWith('data:'))
+        return new TranslationError('Bedrock takes images as bytes, not URLs: send the image as base64 data', 'messages');
+      if (p.type === 'document' && ('url' in p || !DOCUMENTS[p.mediaType.toLowerCase()]))
+        return new TranslationError(`Bedrock takes documents as bytes of ${Object.values(DOCUMENTS).join(', ')}: send the document inline`, 'messages');
+    }
+  return undefined;
+}
+
 function argsObject(args: string): Json {
   try {
     const v = JSON.parse(args || '{}') as unknown;
@@ -44,6 +68,17 @@ function block(p: IrPart): Json | undefined {
       return p.text === '' ? undefined : { text: p.text };
     case 'image':
       return image(p);
+    case 'document':
+      // Bedrock names documents with letters, digits, spaces, hyphens, parentheses and brackets only.
+      return 'url' in p
+        ? undefined
+        : {
+            document: {
+              format: DOCUMENTS[p.mediaType.toLowerCase()] ?? 'pdf',
+              name: (p.filename ?? 'document').replace(/\.[a-z0-9]+$/i, '').replace(/[^A-Za-z0-9 ()[\]-]/g, '-') || 'document',
+              source: { bytes: p.data },
+            },
+          };
     case 'tool_call':
       return { toolUse: { toolUseId: p.id, name: p.name, input: argsObject(p.arguments) } };
     case 'tool_result':
@@ -56,14 +91,17 @@ function block(p: IrPart): Json | undefined {
   }
 }
 
+const CACHE_POINT = { cachePoint: { type: 'default' } };
+
 const isClaude = (model: string) => /anthropic\.|claude/i.test(model);
 
 export function encodeConverseRequest(ir: IrRequest, model: string, cap: number): Json {
   const messages: Json[] = [];
   for (const m of ir.messages) {
+    // A breakpoint becomes a cache point after its block, as Converse takes them.
     const content = m.content.flatMap((p) => {
       const b = block(p);
-      return b ? [b] : [];
+      return b ? (p.cache ? [b, CACHE_POINT] : [b]) : [];
     });
     if (content.length === 0) continue;
     const last = messages.at(-1);
@@ -91,14 +129,15 @@ export function encodeConverseRequest(ir: IrRequest, model: string, cap: number)
   };
   return {
     messages,
-    ...(system.length ? { system: system.map((text) => ({ text })) } : {}),
+    ...(system.length ? { system: [...system.map((text) => ({ text })), ...(ir.cacheSystem ? [CACHE_POINT] : [])] } : {}),
     inferenceConfig,
     ...(ir.tools.length
       ? {
           toolConfig: {
-            tools: ir.tools.map((t) => ({
-              toolSpec: { name: t.name, ...(t.description !== undefined ? { description: t.description } : {}), inputSchema: { json: t.parameters } },
-            })),
+            tools: ir.tools.flatMap((t) => [
+              { toolSpec: { name: t.name, ...(t.description !== undefined ? { description: t.description } : {}), inputSchema: { json: t.parameters } } },
+              ...(t.cache ? [CACHE_POINT] : []),
+            ]),
             ...(toolChoice ? { toolChoice } : {}),
           },
         }

@@ -14,9 +14,18 @@ const BUDGET: Record<string, number> = { minimal: 512, low: 2048, medium: 8192, 
 /** Gemini 3 refuses a model turn whose first function call lost its signature; this documented value skips the check. */
 export const SKIP_SIGNATURE = 'skip_thought_signature_validator';
 
-const MIME: Record<string, string> = { png: 'image/png', jpg: 'image/jpeg', jpeg: 'image/jpeg', webp: 'image/webp', gif: 'image/gif', heic: 'image/heic' };
+const MIME: Record<string, string> = {
+  png: 'image/png',
+  jpg: 'image/jpeg',
+  jpeg: 'image/jpeg',
+  webp: 'image/webp',
+  gif: 'image/gif',
+  heic: 'image/heic',
+  pdf: 'application/pdf',
+};
 
-function imagePart(p: Extract<IrPart, { type: 'image' }>): Json {
+/** An image or a document (a PDF, say): inline bytes, or a file by URI. */
+function imagePart(p: Extract<IrPart, { type: 'image' | 'document' }>): Json {
   if ('data' in p) return { inlineData: { mimeType: p.mediaType, data: p.data } };
   const m = /^data:([^;,]+);base64,(.*)$/s.exec(p.url);
   if (m) return { inlineData: { mimeType: m[1], data: m[2] } };
@@ -86,7 +95,7 @@ function userParts(content: IrPart[], names: Map<string, string>): Json[] {
   for (const p of content) {
     if (p.type === 'text') {
       if (p.text !== '') out.push({ text: p.text });
-    } else if (p.type === 'image') out.push(imagePart(p));
+    } else if (p.type === 'image' || p.type === 'document') out.push(imagePart(p));
     else if (p.type === 'tool_result') {
       // Gemini answers a call by its function's name; the id is the one the call had, when it had one.
       const name = names.get(p.callId) ?? p.callId;
