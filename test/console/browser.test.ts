@@ -11,6 +11,9 @@ import { startGateway, type Gateway } from '../../proxy/front/gateway.js';
 import { createLogger } from '../../kernel/log.js';
 import { startSimulator, type Simulator } from '../../simulator/index.js';
 
+/** What the test reads of an <img> in the page (the suite is typed without the DOM library). */
+type LoadedImage = { complete: boolean; naturalWidth: number };
+
 /**
  * Both consoles in Debian's Chromium (installed by .ci/run) against a gateway serving a copy of
  * the quickstart's manifests, with the simulator as every upstream. CONSOLE_SCREENSHOTS=DIR
@@ -174,9 +177,15 @@ describe('the key holder console', () => {
     expect(await row.innerText()).toContain('succeeded');
     const img = row.locator('img');
     // The browser's own view of the result: the PNG loaded from the gateway, at the size asked.
-    await page.waitForFunction('[...document.querySelectorAll("#tasks-body img")].every((i) => i.complete && i.naturalWidth > 0)');
+    // Previews load lazily: bring it into view as a user scrolling down would.
+    await img.scrollIntoViewIfNeeded();
+    // Polled from the test (DevTools evaluation): waitForFunction compiles its predicate in the
+    // page, which the console's Content-Security-Policy (no eval) rightly refuses.
+    await expect
+      .poll(() => img.evaluate((i) => (i as unknown as LoadedImage).complete && (i as unknown as LoadedImage).naturalWidth > 0), { timeout: 10_000 })
+      .toBe(true);
     expect(await img.getAttribute('alt')).toContain(id);
-    expect(await page.evaluate('document.querySelector("#tasks-body img").naturalWidth')).toBe(320);
+    expect(await img.evaluate((i) => (i as unknown as LoadedImage).naturalWidth)).toBe(320);
     await snap(page, 'holder');
     await page.close();
   }, 40_000);

@@ -129,6 +129,14 @@ afterAll(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
+/** Until both targets have been scraped more than a second after `ms` (epoch milliseconds): at 1 s intervals, twice since. */
+async function scrapedAfter(ms: number): Promise<void> {
+  await until('scrapes of both targets', 30_000, async () => {
+    const r = await query(`timestamp(up) > ${ms / 1000 + 1}`);
+    return (r.data?.result.length ?? 0) >= 2 ? true : undefined;
+  });
+}
+
 async function traffic() {
   const openai = new OpenAI({ baseURL: `${stack.gw.url}/v1`, apiKey: KEY, maxRetries: 0 });
   const anthropic = new Anthropic({ baseURL: stack.gw.url, apiKey: KEY, maxRetries: 0 });
@@ -152,11 +160,13 @@ async function traffic() {
 
 describe('with a real Prometheus', () => {
   it('every dashboard query returns data and every alert rule evaluates; a model whose only backend is down raises its alert', async () => {
-    // Two rounds a few scrapes apart: rates need two samples in their window.
+    // Two rounds with scrapes between and after them: rates need two samples in their window.
+    // Prometheus applies its targets a few seconds after it is ready, so wait for the first scrapes.
+    await scrapedAfter(Date.now());
     await traffic();
-    await new Promise((r) => setTimeout(r, 2500));
+    await scrapedAfter(Date.now());
     await traffic();
-    await new Promise((r) => setTimeout(r, 3000));
+    await scrapedAfter(Date.now());
 
     const dashboard = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as { panels: Panel[] };
     const exprs = dashboard.panels.flatMap((p) => (p.targets ?? []).map((t) => ({ panel: p.title, expr: t.expr })));
