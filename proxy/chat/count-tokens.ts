@@ -11,15 +11,19 @@ import type { GatewayDeps } from '../http/deps.js';
 import { checkClient } from './client-policy.js';
 import { upstreamRequest } from './upstream-request.js';
 import { countTranslated } from './count-translated.js';
+import { countTokens, tokenizerOf } from './tokenizer.js';
+import { clientCodec } from '../protocols/index.js';
+import { TranslationError } from '../ir/chat.js';
 
-/** Marks a count the gateway estimated itself (the backend has no count_tokens). */
+/** Marks a count the gateway made itself (the backend has no count_tokens): `estimated`, or `tokenizer NAME`. */
 export const ESTIMATE_HEADER = 'x-tollgate-token-count';
 
 /**
  * POST /v1/messages/count_tokens: free, never held or charged. Forwarded to an Anthropic backend
  * (unless its route sets capabilities.countTokens: false), or counted by a provider that counts in
- * its own wire (Gemini; count-translated.ts); for a model without one, estimated
- * from the request's size and marked with `x-tollgate-token-count: estimated`, so Claude Code's
+ * its own wire (Gemini; count-translated.ts); for a model without one, counted with the model
+ * family's public tokenizer (OpenAI's o200k_base; `x-tollgate-token-count: tokenizer o200k_base`)
+ * or estimated from the request's size (`x-tollgate-token-count: estimated`), so Claude Code's
  * context accounting keeps working on any backend.
  */
 export async function handleCountTokens(ctx: RequestContext, deps: GatewayDeps): Promise<void> {
@@ -38,7 +42,19 @@ export async function handleCountTokens(ctx: RequestContext, deps: GatewayDeps):
     const provider = chatProvider(backend.provider, backend);
     return provider && (speaks(backend, 'count-tokens') || provider.countTokens) ? provider : undefined;
   };
-  const estimated = () => sendJson(ctx.res, 200, { input_tokens: estimateTokens(raw.length) }, { [ESTIMATE_HEADER]: 'estimated' });
+  // Without a backend that counts: the model family's public tokenizer where there is one, else an estimate.
+  const estimated = async () => {
+    const tokenizer = tokenizerOf(entry.model.backends[0]!);
+    if (tokenizer) {
+      try {
+        const n = await countTokens(clientCodec('messages').decode(json).ir);
+        return sendJson(ctx.res, 200, { input_tokens: n }, { [ESTIMATE_HEADER]: `tokenizer ${tokenizer}` });
+      } catch (err) {
+        if (!(err instanceof TranslationError)) throw err;
+      }
+    }
+    sendJson(ctx.res, 200, { input_tokens: estimateTokens(raw.length) }, { [ESTIMATE_HEADER]: 'estimated' });
+  };
   if (entry.model.capabilities.countTokens === false || !entry.model.backends.some((b) => usable(b))) return estimated();
 
   const result = await failover(entry.model.backends, deps.cooldowns, usable, async (backend, provider, isLast): Promise<Attempt<true>> => {

@@ -19,10 +19,10 @@ export async function countTranslated(
   json: Record<string, unknown>,
   isLast: boolean,
   /** Answers count_tokens' own estimate. */
-  estimated: () => void,
+  estimated: () => Promise<void>,
 ): Promise<Attempt<true>> {
-  const estimate = (): Attempt<true> => {
-    estimated();
+  const estimate = async (): Promise<Attempt<true>> => {
+    await estimated();
     return { answered: true };
   };
   let call: { path: string; body: Record<string, unknown> } | undefined;

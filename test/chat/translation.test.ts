@@ -43,7 +43,9 @@ beforeAll(async () => {
           pricing: { inputPerMillion: '1', outputPerMillion: '2' },
         },
       },
-      group('g', ['claude-only', 'gpt-only', 'compat-only', 'claude-then-gpt']),
+      // An OpenAI model whose tokenizer is public: count_tokens counts with it.
+      chatRoute('gpt-41', `${sim}/v1`, { backend: { model: 'gpt-4.1-mini' } }),
+      group('g', ['claude-only', 'gpt-only', 'compat-only', 'claude-then-gpt', 'gpt-41']),
       apiKey('k', KEY, 'g'),
       apiKey('k2', KEY2, 'g'),
     ],
@@ -379,6 +381,20 @@ describe('openai SDK (Responses, as Codex speaks it) against a Messages-only mod
       messages: [{ role: 'user', content: 'Hello' }],
     });
     expect(r.output_text.length).toBeGreaterThan(0);
+  });
+});
+
+describe('count_tokens on OpenAI models', () => {
+  it("counts with the family's public tokenizer (o200k_base) and says so; a model without one is estimated", async () => {
+    const { countTokens } = await import('gpt-tokenizer/encoding/o200k_base');
+    const system = 'You are terse.';
+    const text = 'Hello, world! How many tokens is this sentence, exactly?';
+    const { data, response } = await anthropic.messages.countTokens({ model: 'gpt-41', system, messages: [{ role: 'user', content: text }] }).withResponse();
+    expect(response.headers.get('x-tollgate-token-count')).toBe('tokenizer o200k_base');
+    // Priming, then each message's framing and its text.
+    expect(data.input_tokens).toBe(3 + (3 + countTokens(system)) + (3 + countTokens(text)));
+    const other = await anthropic.messages.countTokens({ model: 'gpt-only', system, messages: [{ role: 'user', content: text }] }).withResponse();
+    expect(other.response.headers.get('x-tollgate-token-count')).toBe('estimated');
   });
 });
 
