@@ -47,6 +47,9 @@ export function converseRefusal(ir: IrRequest): TranslationError | undefined {
     for (const p of m.content) {
       if (p.type === 'image' && !('data' in p) && !p.url.startsWith('data:'))
         return new TranslationError('Bedrock takes images as bytes, not URLs: send the image as base64 data', 'messages');
+      const mediaType = p.type === 'image' ? ('data' in p ? p.mediaType : /^data:([^;,]+)/.exec(p.url)?.[1]) : undefined;
+      if (mediaType !== undefined && !FORMATS[mediaType.toLowerCase()])
+        return new TranslationError(`Bedrock takes png, jpeg, gif and webp images, not ${mediaType}`, 'messages');
       if (p.type === 'document' && ('url' in p || !DOCUMENTS[p.mediaType.toLowerCase()]))
         return new TranslationError(`Bedrock takes documents as bytes of ${Object.values(DOCUMENTS).join(', ')}: send the document inline`, 'messages');
     }
