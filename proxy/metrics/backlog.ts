@@ -30,32 +30,23 @@ export function backlogGauges(registry: Registry, read: () => Promise<Backlog>):
       .catch(() => undefined)
       .finally(() => setImmediate(() => (pending = undefined))));
   const registers = [registry];
-  new Gauge({
-    name: 'tollgate_tasks_open',
-    help: 'Unfinished tasks in the store, by kind and status (queued, processing)',
-    labelNames: ['kind', 'status'] as const,
-    registers,
-    async collect() {
-      const b = await current();
-      this.reset();
-      if (!b) return;
-      for (const kind of KINDS) for (const status of OPEN) this.set({ kind, status }, 0);
-      for (const t of b.tasks) this.set({ kind: t.kind, status: t.status }, t.count);
-    },
-  });
-  new Gauge({
-    name: 'tollgate_tasks_oldest_age_seconds',
-    help: 'Age of the oldest unfinished task, by kind and status (0 when none)',
-    labelNames: ['kind', 'status'] as const,
-    registers,
-    async collect() {
-      const b = await current();
-      this.reset();
-      if (!b) return;
-      for (const kind of KINDS) for (const status of OPEN) this.set({ kind, status }, 0);
-      for (const t of b.tasks) this.set({ kind: t.kind, status: t.status }, t.oldestAgeSeconds);
-    },
-  });
+  // Every kind and open status is present (0 when none), so a queue that empties reads 0, not absent.
+  const taskGauge = (name: string, help: string, value: (t: { count: number; oldestAgeSeconds: number }) => number) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['kind', 'status'] as const,
+      registers,
+      async collect() {
+        const b = await current();
+        this.reset();
+        if (!b) return;
+        for (const kind of KINDS) for (const status of OPEN) this.set({ kind, status }, 0);
+        for (const t of b.tasks) this.set({ kind: t.kind, status: t.status }, value(t));
+      },
+    });
+  taskGauge('tollgate_tasks_open', 'Unfinished tasks in the store, by kind and status (queued, processing)', (t) => t.count);
+  taskGauge('tollgate_tasks_oldest_age_seconds', 'Age of the oldest unfinished task, by kind and status (0 when none)', (t) => t.oldestAgeSeconds);
   new Gauge({
     name: 'tollgate_webhook_backlog',
     help: 'Webhook deliveries pending in the outbox (not yet delivered, not given up)',

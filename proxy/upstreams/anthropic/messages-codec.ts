@@ -2,6 +2,7 @@ import { emptyUsage, finishFrom, type IrFinish, type IrPart, type IrRequest, typ
 import { eventObject, isObj, str, type Json } from '../../ir/json.js';
 import type { Usage } from '../../ir/usage.js';
 import { usageFromMessages } from '../../ir/wire-usage.js';
+import { instructionsWithFormat, pushTurn } from '../turns.js';
 
 /**
  * An upstream that speaks Anthropic Messages, reached through the IR (the openai SDK or Codex on
@@ -55,24 +56,16 @@ function bare(p: IrPart): Json | undefined {
 export function encodeMessagesRequest(ir: IrRequest, model: string, maxTokens: number): Json {
   const messages: Json[] = [];
   for (const m of ir.messages) {
-    const content = m.content.flatMap((p): Json[] => {
-      const b = block(p);
-      return b ? [b] : [];
-    });
-    if (content.length === 0) continue;
-    const last = messages.at(-1);
-    // Anthropic wants turns to alternate: consecutive turns of one role are one turn.
-    if (last && last.role === m.role) (last.content as Json[]).push(...content);
-    else messages.push({ role: m.role, content });
-  }
-  const system = [...ir.system];
-  if (ir.responseFormat) {
-    system.push(
-      ir.responseFormat.type === 'json_schema'
-        ? `Answer with one JSON value only, no prose, that conforms to this JSON Schema:\n${JSON.stringify(ir.responseFormat.schema)}`
-        : 'Answer with one JSON value only, no prose.',
+    pushTurn(
+      messages,
+      m.role,
+      m.content.flatMap((p): Json[] => {
+        const b = block(p);
+        return b ? [b] : [];
+      }),
     );
   }
+  const system = instructionsWithFormat(ir);
   const budget = ir.reasoning ? (ir.reasoning.budgetTokens ?? BUDGET[ir.reasoning.effort ?? 'medium']!) : undefined;
   const thinking = budget !== undefined && budget >= 1024 && budget < maxTokens ? { type: 'enabled', budget_tokens: budget } : undefined;
   const tc = ir.toolChoice;

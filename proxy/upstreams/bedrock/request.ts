@@ -1,6 +1,7 @@
 import { TranslationError, type IrPart, type IrRequest } from '../../ir/chat.js';
 import { badRequest } from '../../../kernel/errors.js';
 import { isObj, type Json } from '../../ir/json.js';
+import { instructionsWithFormat, pushTurn } from '../turns.js';
 
 /**
  * The IR as a Bedrock Converse body (any Bedrock chat model: Claude, Llama, Nova, Mistral):
@@ -102,23 +103,16 @@ export function encodeConverseRequest(ir: IrRequest, model: string, cap: number)
   const messages: Json[] = [];
   for (const m of ir.messages) {
     // A breakpoint becomes a cache point after its block, as Converse takes them.
-    const content = m.content.flatMap((p) => {
-      const b = block(p);
-      return b ? (p.cache ? [b, CACHE_POINT] : [b]) : [];
-    });
-    if (content.length === 0) continue;
-    const last = messages.at(-1);
-    if (last && last.role === m.role) (last.content as Json[]).push(...content);
-    else messages.push({ role: m.role, content });
-  }
-  const system = [...ir.system];
-  if (ir.responseFormat) {
-    system.push(
-      ir.responseFormat.type === 'json_schema'
-        ? `Answer with one JSON value only, no prose, that conforms to this JSON Schema:\n${JSON.stringify(ir.responseFormat.schema)}`
-        : 'Answer with one JSON value only, no prose.',
+    pushTurn(
+      messages,
+      m.role,
+      m.content.flatMap((p) => {
+        const b = block(p);
+        return b ? (p.cache ? [b, CACHE_POINT] : [b]) : [];
+      }),
     );
   }
+  const system = instructionsWithFormat(ir);
   const budget = ir.reasoning && isClaude(model) ? (ir.reasoning.budgetTokens ?? BUDGET[ir.reasoning.effort ?? 'medium']!) : undefined;
   const thinking = budget !== undefined && budget >= 1024 && budget < cap ? { type: 'enabled', budget_tokens: budget } : undefined;
   const tc = ir.toolChoice;
