@@ -107,24 +107,38 @@ async function main(): Promise<void> {
   const useWrk = await wrkAvailable();
   const sim = await startChild(['sim']);
   const targets: Target[] = [{ name: 'direct', title: 'simulator, called directly', url: sim.url, pid: sim.child.pid!, stop: () => {}, gateway: false }];
-  const child = async (name: string, title: string, args: string[], env: Record<string, string>, gateway: boolean) => {
-    const c = await startChild(args, env);
+  // The gateway runs compiled, as the image runs it, unless `compiled` is false (`npm start` runs it through tsx).
+  const child = async (name: string, title: string, args: string[], env: Record<string, string>, gateway: boolean, compiled = gateway) => {
+    const c = await startChild(args, env, compiled);
     targets.push({ name, title, url: c.url, pid: c.child.pid!, stop: () => c.child.kill('SIGTERM'), gateway });
   };
   const rows: Row[] = [];
   const idleRss = new Map<string, number>();
   try {
-    if (wantedTargets.includes('floor')) await child('floor', 'bare Node proxy (floor): node:http -> undici Pool', ['floor', sim.url], {}, false);
+    if (wantedTargets.includes('floor')) await child('floor', 'bare Node proxy (floor): node:http -> undici Pool', ['floor', sim.url], {}, false, true);
     if (wantedTargets.includes('nginx')) {
       const n = await startNginx(sim.url);
       if (n) targets.push(n);
     }
     if (wantedTargets.includes('postgres') && process.env.DATABASE_URL)
-      await child('postgres', 'Tollgate, metered billing on PostgreSQL', ['gateway', sim.url], { BENCH_DATABASE_URL: process.env.DATABASE_URL }, true);
+      await child(
+        'postgres',
+        'Tollgate, metered billing on PostgreSQL (compiled, as the image runs it)',
+        ['gateway', sim.url],
+        { BENCH_DATABASE_URL: process.env.DATABASE_URL },
+        true,
+      );
     if (wantedTargets.includes('pglite'))
-      await child('pglite', 'Tollgate as the quickstart ships it (billing on in-memory PGlite)', ['gateway', sim.url], {}, true);
+      await child(
+        'pglite',
+        'Tollgate as `npm start` runs it (tsx; PGlite in a data folder, charges durable in the billing journal)',
+        ['gateway', sim.url],
+        { BENCH_DATA: 'disk' },
+        true,
+        false,
+      );
     if (wantedTargets.includes('no-billing'))
-      await child('no-billing', 'Tollgate, chat path alone (billing off)', ['gateway', sim.url], { BENCH_BILLING: 'none' }, true);
+      await child('no-billing', 'Tollgate, chat path alone (billing off; compiled)', ['gateway', sim.url], { BENCH_BILLING: 'none' }, true);
     for (const t of targets) idleRss.set(t.name, rssMiB(t.pid));
 
     for (const connections of connectionsList) {

@@ -7,6 +7,8 @@ export interface Logger {
   warn(msg: string, fields?: Record<string, unknown>): void;
   error(msg: string, fields?: Record<string, unknown>): void;
   child(fields: Record<string, unknown>): Logger;
+  /** Whether a line of this level would be written (so a caller can skip building it). */
+  enabled?(level: 'info' | 'warn' | 'error'): boolean;
 }
 
 export type LogLevel = 'info' | 'warn' | 'error' | 'silent';
@@ -22,5 +24,6 @@ export function createLogger(base: Record<string, unknown> = {}, level: LogLevel
     warn: (m, f) => write('warn', 1, m, f),
     error: (m, f) => write('error', 2, m, f),
     child: (f) => createLogger({ ...base, ...f }, level),
+    enabled: (lvl) => ({ info: 0, warn: 1, error: 2 })[lvl] >= rank,
   };
 }

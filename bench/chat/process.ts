@@ -1,6 +1,9 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { node24 } from '../../test/support/node24.js';
 
 /** The benchmark's processes and their own counters (/proc), shared by the chat benchmarks. */
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -8,10 +11,50 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /** /proc/PID/stat counts in clock ticks (USER_HZ = 100 on Linux). */
 export const TICK_US = 1e6 / 100;
 
-/** `tsx bench/chat/servers.ts ARGS` in a process of its own; resolves with the URL it prints when listening. */
-export function startChild(args: string[], env: Record<string, string> = {}): Promise<{ child: ChildProcess; url: string }> {
+let built: string | undefined;
+
+/**
+ * The Node the compiled targets run on: the image's (Node 24 LTS, the npm registry's binary that
+ * `npm run test:node24` also uses) unless BENCH_NODE=current (the Node running the benchmark).
+ */
+export async function imageNode(): Promise<string> {
+  return process.env.BENCH_NODE === 'current' ? process.execPath : node24();
+}
+
+/**
+ * bench/chat/servers.ts and what it imports compiled by tsc, as the image runs the gateway (no
+ * tsx at run time), into node_modules/.cache/tollgate-bench (inside the checkout, so packages
+ * resolve). Built once per benchmark run.
+ */
+export function compiledServers(): string {
+  if (built) return built;
+  const out = join(ROOT, 'node_modules/.cache/tollgate-bench');
+  rmSync(out, { recursive: true, force: true });
+  mkdirSync(out, { recursive: true });
+  const config = join(out, 'tsconfig.json');
+  writeFileSync(
+    config,
+    JSON.stringify({
+      extends: join(ROOT, 'tsconfig.json'),
+      compilerOptions: { rootDir: ROOT, outDir: out, noEmit: false },
+      include: [],
+      files: [join(ROOT, 'bench/chat/servers.ts')],
+    }),
+  );
+  execFileSync(process.execPath, [createRequire(import.meta.url).resolve('typescript/bin/tsc'), '-p', config], { stdio: 'inherit' });
+  for (const asset of ['proxy/store/migrations', 'api/snapshot/config_discovery.proto']) cpSync(join(ROOT, asset), join(out, asset), { recursive: true });
+  return (built = join(out, 'bench/chat/servers.js'));
+}
+
+/**
+ * `bench/chat/servers.ts ARGS` in a process of its own, through tsx (as `npm start` runs) or
+ * compiled on the image's Node (`compiled`: as the image runs); resolves with the URL it prints when listening.
+ */
+export async function startChild(args: string[], env: Record<string, string> = {}, compiled = false): Promise<{ child: ChildProcess; url: string }> {
+  const entry = compiled ? [compiledServers()] : ['--import', 'tsx', 'bench/chat/servers.ts'];
+  const node = compiled ? await imageNode() : process.execPath;
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'bench/chat/servers.ts', ...args], {
+    const child = spawn(node, [...entry, ...args], {
       cwd: ROOT,
       stdio: ['ignore', 'pipe', 'inherit'],
       env: { ...process.env, ...env },

@@ -4,6 +4,10 @@
  * Prints one JSON line `{"url": ...}` on stdout when listening.
  */
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Session } from 'node:inspector';
 import { MICRO } from '../../api/snapshot/money.js';
 import { openStore } from '../../proxy/store/index.js';
 import { compile, type RawResource } from '../../api/snapshot/index.js';
@@ -13,6 +17,7 @@ import { StaticConfigSource } from '../../proxy/config/folder-source.js';
 import { defaultBilling, defaultFeatures } from '../../proxy/front/features.js';
 import { startGateway } from '../../proxy/front/gateway.js';
 import { createLogger } from '../../kernel/log.js';
+import { readSettings } from '../../kernel/settings.js';
 import { startSimulator } from '../../simulator/index.js';
 import { BENCH_KEY_HASH } from './config.js';
 import { startFloor } from './floor.js';
@@ -74,8 +79,12 @@ async function main(): Promise<void> {
   const pgUrl = process.env.BENCH_DATABASE_URL;
   const schema = `bench_chat_${randomBytes(4).toString('hex')}`;
   const store = pgUrl ? await openStore({ databaseUrl: pgUrl, schema }) : undefined;
+  // BENCH_DATA=disk: the quickstart's shape, PGlite in a data folder with the billing journal
+  // (its O_DSYNC write is the charge's durable point); else PGlite in memory.
+  const dataDir = !pgUrl && process.env.BENCH_DATA === 'disk' ? mkdtempSync(join(tmpdir(), 'tollgate-bench-data-')) : undefined;
   const gw = await startGateway({
     ...(store ? { store } : {}),
+    ...(dataDir ? { dataDir: join(dataDir, 'pg'), settings: readSettings({ TOLLGATE_BILLING_JOURNAL_DIR: join(dataDir, 'journal') }) } : {}),
     source: new StaticConfigSource(config),
     port: 0,
     adminPort: 0,
@@ -90,13 +99,37 @@ async function main(): Promise<void> {
       await store.query(`DROP SCHEMA "${schema}" CASCADE`);
       await store.close();
     }
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   });
   process.stdout.write(`${JSON.stringify({ url: gw.url })}\n`);
 }
 
-/** A clean exit on SIGTERM/SIGINT (so `node --cpu-prof` writes its profile). */
+/**
+ * BENCH_CPU_PROFILE=FILE: a CPU profile of the load only, not of start-up (PGlite's wasm start
+ * dominates a whole-process profile): SIGUSR2 starts the profiler, the exit signal writes FILE.
+ */
+const profile = process.env.BENCH_CPU_PROFILE ? profiler(process.env.BENCH_CPU_PROFILE) : undefined;
+
+function profiler(file: string): () => Promise<void> {
+  const session = new Session();
+  session.connect();
+  const post = (method: string, params?: object) =>
+    new Promise<unknown>((resolve, reject) => session.post(method, params, (err, res) => (err ? reject(err) : resolve(res))));
+  let started: Promise<unknown> | undefined;
+  process.on('SIGUSR2', () => {
+    started ??= post('Profiler.enable').then(() => post('Profiler.setSamplingInterval', { interval: 100 }).then(() => post('Profiler.start')));
+  });
+  return async () => {
+    if (!started) return;
+    await started;
+    const { profile } = (await post('Profiler.stop')) as { profile: unknown };
+    writeFileSync(file, JSON.stringify(profile));
+  };
+}
+
+/** A clean exit on SIGTERM/SIGINT (so a CPU profile is written). */
 function exitOnSignal(close: () => Promise<void>): void {
-  const stop = () => void close().finally(() => process.exit(0));
+  const stop = () => void (profile ? profile() : Promise.resolve()).then(close).finally(() => process.exit(0));
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
 }

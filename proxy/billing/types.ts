@@ -1,3 +1,4 @@
+import type { RequestScope } from '../metrics/scope.js';
 import type { Prices } from '../config/runtime.js';
 import type { ChatProtocol } from '../ir/protocol.js';
 import type { Usage } from '../ir/usage.js';
@@ -16,6 +17,8 @@ export interface ChatQuote {
   estimatedInputTokens: number;
   maxOutputTokens: number;
   spendLimitMicro?: bigint;
+  /** The request's telemetry (billing itself ignores it; the gateway's observed billing reports into it). */
+  scope?: RequestScope | undefined;
 }
 
 export interface ChatSettlement {

@@ -66,7 +66,7 @@ export async function handleCountTokens(ctx: RequestContext, deps: GatewayDeps):
     });
     let resp;
     try {
-      resp = await callUpstream({ backend, ...call, signal: ctx.signal, dispatcher: deps.upstreamAgent });
+      resp = await callUpstream({ backend, ...call, signal: ctx.signal, dispatcher: deps.upstreamAgent, scope: ctx.scope });
     } catch (err) {
       return { failed: { kind: (err as UpstreamError).kind } };
     }

@@ -41,7 +41,7 @@ export async function countTranslated(
   let resp: Dispatcher.ResponseData;
   try {
     await provider.authorize?.(backend, credential, out);
-    resp = await callUpstream({ backend, ...out, signal: ctx.signal, dispatcher: deps.upstreamAgent });
+    resp = await callUpstream({ backend, ...out, signal: ctx.signal, dispatcher: deps.upstreamAgent, scope: ctx.scope });
   } catch (err) {
     return { failed: { kind: (err as UpstreamError).kind ?? 'unavailable' } };
   }

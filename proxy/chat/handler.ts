@@ -1,7 +1,7 @@
 import type { Dispatcher } from 'undici';
 import type { ChatProtocol } from '../billing/index.js';
 import type { GroupModel } from '../config/runtime.js';
-import { estimateTokens, holdInputTokens } from '../ir/usage.js';
+import { estimateTokens, holdInputTokens, type Usage } from '../ir/usage.js';
 import { clientCodec, type ClientDecoded, type ProtocolAdapter } from '../protocols/index.js';
 import { readJson } from '../http/body.js';
 import type { GatewayDeps } from '../http/deps.js';
@@ -27,6 +27,7 @@ import { ChatExchange } from './exchange.js';
 import { relayStream } from './relay.js';
 import { decideStream } from './stream-mode.js';
 import { upstreamRequest } from './upstream-request.js';
+import { scanTopLevel } from './body.js';
 
 const ENDPOINTS: Record<ChatProtocol, string> = {
   'chat-completions': '/v1/chat/completions',
@@ -130,10 +131,17 @@ export async function handleChat(ctx: RequestContext, deps: GatewayDeps, adapter
     estimatedInputTokens: holdInputTokens(raw) + (earlier ? holdInputTokens(Buffer.from(earlier)) : 0),
     maxOutputTokens: outputCap * info.choices,
     ...(key.spendLimitMicro !== undefined ? { spendLimitMicro: key.spendLimitMicro } : {}),
+    scope: ctx.scope,
   });
-  const exchange = new ChatExchange(ctx, charge, estimatedInputTokens, entry.model.backends[0]!.model, (u) => {
-    deps.limiter.addTokens(key.hash, u.inputTokens + u.outputTokens).catch((err: Error) => ctx.log.warn('rate-limit counter failed', { error: err.message }));
-  });
+  // Only a group with a tokens-per-minute limit counts tokens (with Redis, a round trip each).
+  const countTokens = key.group.rateLimits.tokensPerMinute
+    ? (u: Usage) => {
+        deps.limiter
+          .addTokens(key.hash, u.inputTokens + u.outputTokens)
+          .catch((err: Error) => ctx.log.warn('rate-limit counter failed', { error: err.message }));
+      }
+    : undefined;
+  const exchange = new ChatExchange(ctx, charge, estimatedInputTokens, entry.model.backends[0]!.model, countTokens);
   const drain = key.group.disconnectPolicy === 'drain';
   const translation: Translation | undefined = decoded
     ? {
@@ -209,7 +217,7 @@ async function forward(
     });
     let resp: Dispatcher.ResponseData;
     try {
-      resp = await callUpstream({ backend, ...call, signal: upstreamSignal, dispatcher: deps.upstreamAgent });
+      resp = await callUpstream({ backend, ...call, signal: upstreamSignal, dispatcher: deps.upstreamAgent, scope: ctx.scope });
     } catch (err) {
       const e = err as UpstreamError;
       if (e.kind !== 'aborted') {
@@ -254,13 +262,7 @@ async function answerJson(ctx: RequestContext, adapter: ProtocolAdapter, exchang
     exchange.unavailable(502);
     throw new GatewayError('upstream_unavailable', `upstream connection failed while reading the response: ${(err as Error).message}`);
   }
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(bytes.toString('utf8'));
-  } catch {
-    parsed = undefined;
-  }
-  exchange.usage(adapter.usageFromJson(parsed), true, 0);
+  exchange.usage(adapter.usageFromJson(usageMember(bytes)), true, 0);
   await exchange.answer(resp.statusCode, 'ok', responseHeaders(resp.headers), bytes);
 }
 
@@ -281,6 +283,21 @@ async function relay(ctx: RequestContext, adapter: ProtocolAdapter, exchange: Ch
     return exchange.endStream('upstream_error', adapter.streamError(`upstream stream failed: ${reason}`));
   }
   return exchange.endStream('ok', concat(result.held));
+}
+
+const USAGE = new Set(['usage']);
+
+/**
+ * `{usage}` of an answer, the one member the three protocols report usage in: only that member
+ * is parsed (an answer runs to hundreds of KB, and the client gets its bytes unchanged anyway).
+ */
+function usageMember(bytes: Buffer): { usage: unknown } | undefined {
+  try {
+    const span = scanTopLevel(bytes, USAGE).members.get('usage');
+    return span ? { usage: JSON.parse(bytes.toString('utf8', span.valueStart, span.valueEnd)) } : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function concat(bufs: Buffer[]): Buffer | undefined {

@@ -81,7 +81,7 @@ export async function translatedAttempt(
     return { failed: { kind: 'unavailable' } };
   }
   try {
-    resp = await callUpstream({ backend, path: call.path, headers, body, signal: t.signal, dispatcher: t.dispatcher });
+    resp = await callUpstream({ backend, path: call.path, headers, body, signal: t.signal, dispatcher: t.dispatcher, scope: ctx.scope });
   } catch (err) {
     return { failed: { kind: (err as UpstreamError).kind } };
   }

@@ -17,7 +17,7 @@ export function observedBilling(billing: Billing): Billing {
     close: () => billing.close(),
     async holdChat(quote) {
       const charge = await billing.holdChat(quote);
-      const scope = chatHeld(quote.model, quote.group, quote.protocol);
+      const scope = chatHeld(quote.scope, quote.model, quote.group, quote.protocol);
       if (!scope) return charge;
       let settled: Promise<void> | undefined;
       return {

@@ -55,27 +55,32 @@ export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res:
     let errorCode: string | undefined;
     let ctxOf: RequestContext | undefined;
     const scope = opts.telemetry?.begin(requestId, method, req.headers);
-    if (scope) {
-      res.once('close', () =>
+    const controller = new AbortController();
+    // One listener for the request's end: metrics, the access log, and the abort of a request
+    // whose client left before its answer was finished.
+    res.once('close', () => {
+      const gone = !res.writableFinished;
+      if (gone) controller.abort();
+      const latencyNs = Number(process.hrtime.bigint() - startedAt);
+      if (scope) {
         opts.telemetry!.end(scope, {
           method,
           route: routeName,
           status: res.statusCode,
           ...(errorCode ? { errorCode } : {}),
-          clientGone: !res.writableFinished,
+          clientGone: gone,
           ...(ctxOf?.key ? { keyName: ctxOf.key.name, group: ctxOf.key.group.name } : {}),
-          latencyMs: Number(process.hrtime.bigint() - startedAt) / 1e6,
-        }),
-      );
-    }
-    if (opts.metrics) {
-      const { requests, duration } = opts.metrics;
-      res.once('close', () => {
+          latencyMs: latencyNs / 1e6,
+        });
+      }
+      if (opts.metrics) {
         const status = String(res.statusCode);
-        requests.inc({ route: routeName, status });
-        duration.observe({ route: routeName, status }, Number(process.hrtime.bigint() - startedAt) / 1e9);
-      });
-    }
+        const key = `${routeName}\0${status}`;
+        const labels = () => ({ route: routeName, status });
+        opts.metrics.requests.at(key, labels).inc();
+        opts.metrics.duration.at(key, labels).observe(latencyNs / 1e9);
+      }
+    });
 
     if (!m || 'allowed' in m) {
       // Codex's built-in OpenAI provider first asks for a WebSocket on GET /v1/responses: a 426
@@ -95,10 +100,6 @@ export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res:
     routeName = route.name ?? route.path;
     const shape = typeof route.shape === 'function' ? route.shape(req) : route.shape;
 
-    const controller = new AbortController();
-    res.once('close', () => {
-      if (!res.writableFinished) controller.abort();
-    });
 
     const fail = (err: unknown) => {
       errorCode = err instanceof GatewayError ? err.code : 'internal_error';
@@ -129,6 +130,7 @@ export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res:
         signal: controller.signal,
         log: opts.log,
         shape,
+        scope,
       };
       ctxOf = ctx;
       checkStorable(ctx);
@@ -151,7 +153,7 @@ export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res:
       else if (route.auth === 'key-after-body') ctx.admitKey = admitKey;
       await route.handler(ctx);
     };
-    (scope ? opts.telemetry!.run(scope, run) : run()).catch((err: unknown) => {
+    run().catch((err: unknown) => {
       req.resume();
       fail(err);
     });

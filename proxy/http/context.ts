@@ -5,6 +5,7 @@ import type { RuntimeConfig } from '../config/runtime.js';
 export type { AuthedKey };
 import type { Logger } from '../../kernel/log.js';
 import type { ErrorShape } from '../ir/protocol.js';
+import type { RequestScope } from '../metrics/scope.js';
 
 export interface RequestContext {
   req: IncomingMessage;
@@ -33,6 +34,8 @@ export interface RequestContext {
   bodyTimeoutMs: number;
   /** The error shape of this route (may depend on headers, e.g. /v1/models). */
   shape: ErrorShape;
+  /** The request's telemetry (metrics, access log, trace), when the port has telemetry. */
+  scope?: RequestScope | undefined;
 }
 
 export interface Route {

@@ -1,4 +1,5 @@
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { Gauge, Histogram, type Registry } from 'prom-client';
+import { KeyedCounter } from './counter.js';
 import { KeyedHistogram } from './histogram.js';
 
 /**
@@ -23,12 +24,12 @@ export interface GenAiMetrics {
   ttft: KeyedHistogram<GenAiLabel>;
   perOutputToken: KeyedHistogram<GenAiLabel>;
   duration: KeyedHistogram<GenAiLabel>;
-  creditsCharged: Counter<'model' | 'group' | 'kind'>;
-  creditsRefunded: Counter<'model' | 'group' | 'kind'>;
-  requests: Counter<'route' | 'model' | 'group' | 'outcome' | 'reason'>;
+  creditsCharged: KeyedCounter<'model' | 'group' | 'kind'>;
+  creditsRefunded: KeyedCounter<'model' | 'group' | 'kind'>;
+  requests: KeyedCounter<'route' | 'model' | 'group' | 'outcome' | 'reason'>;
   upstreamDuration: KeyedHistogram<'backend' | 'gen_ai_provider_name' | 'status_class'>;
-  upstreamRequests: Counter<'backend' | 'gen_ai_provider_name' | 'status_class'>;
-  failovers: Counter<'model' | 'backend'>;
+  upstreamRequests: KeyedCounter<'backend' | 'gen_ai_provider_name' | 'status_class'>;
+  failovers: KeyedCounter<'model' | 'backend'>;
   taskDuration: Histogram<'kind' | 'status'>;
 }
 
@@ -67,23 +68,20 @@ export function genAiMetrics(registry: Registry): GenAiMetrics {
       labelNames: GENAI_LABELS,
       buckets: DURATION_BUCKETS,
     }),
-    creditsCharged: new Counter({
+    creditsCharged: new KeyedCounter(registry, {
       name: 'tollgate_credits_charged_total',
       help: 'Credits charged, by model, group and kind (chat, image, video)',
       labelNames: ['model', 'group', 'kind'] as const,
-      registers,
     }),
-    creditsRefunded: new Counter({
+    creditsRefunded: new KeyedCounter(registry, {
       name: 'tollgate_credits_refunded_total',
       help: 'Credits refunded (tasks that failed or were cancelled), by model, group and kind',
       labelNames: ['model', 'group', 'kind'] as const,
-      registers,
     }),
-    requests: new Counter({
+    requests: new KeyedCounter(registry, {
       name: 'tollgate_requests_total',
       help: 'API requests by route, model, group and outcome (ok, cancelled, upstream_error, refused, failed); reason: the error code of a refusal or failure',
       labelNames: ['route', 'model', 'group', 'outcome', 'reason'] as const,
-      registers,
     }),
     upstreamDuration: new KeyedHistogram(registry, {
       name: 'tollgate_upstream_request_duration_seconds',
@@ -91,17 +89,15 @@ export function genAiMetrics(registry: Registry): GenAiMetrics {
       labelNames: ['backend', 'gen_ai_provider_name', 'status_class'] as const,
       buckets: UPSTREAM_BUCKETS,
     }),
-    upstreamRequests: new Counter({
+    upstreamRequests: new KeyedCounter(registry, {
       name: 'tollgate_upstream_requests_total',
       help: 'Upstream calls of chat requests by backend and status class (2xx, 4xx, 429, 5xx, timeout, unavailable, aborted)',
       labelNames: ['backend', 'gen_ai_provider_name', 'status_class'] as const,
-      registers,
     }),
-    failovers: new Counter({
+    failovers: new KeyedCounter(registry, {
       name: 'tollgate_failovers_total',
       help: 'Chat requests moved to another backend, by model and the backend that failed',
       labelNames: ['model', 'backend'] as const,
-      registers,
     }),
     taskDuration: new Histogram({
       name: 'tollgate_task_duration_seconds',

@@ -1,9 +1,11 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { KeyedCounter } from './counter.js';
+import { KeyedHistogram } from './histogram.js';
 
 export interface GatewayMetrics {
   registry: Registry;
-  requests: Counter<'route' | 'status'>;
-  duration: Histogram<'route' | 'status'>;
+  requests: KeyedCounter<'route' | 'status'>;
+  duration: KeyedHistogram<'route' | 'status'>;
   /** 1 for the config version in service; the version label lets dashboards compare replicas. */
   config: Gauge<'version'>;
   configSwaps: Counter;
@@ -15,18 +17,16 @@ export interface GatewayMetrics {
 export function createMetrics(): GatewayMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  const requests = new Counter({
+  const requests = new KeyedCounter(registry, {
     name: 'tollgate_http_requests_total',
     help: 'HTTP requests by route and status',
     labelNames: ['route', 'status'] as const,
-    registers: [registry],
   });
-  const duration = new Histogram({
+  const duration = new KeyedHistogram(registry, {
     name: 'tollgate_http_request_duration_seconds',
     help: 'HTTP request duration (to the end of the response) by route and status',
     labelNames: ['route', 'status'] as const,
     buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120],
-    registers: [registry],
   });
   const config = new Gauge({
     name: 'tollgate_config_info',

@@ -14,7 +14,7 @@ import {
 } from './genai.js';
 import { endSpan, SpanKind, type Tracing } from './tracing.js';
 import type { IncomingHttpHeaders } from 'node:http';
-import { scopes, type RequestScope, type SettledChat } from './scope.js';
+import type { RequestScope, SettledChat } from './scope.js';
 
 export type { BackendState, RequestScope, SettledChat };
 
@@ -36,9 +36,8 @@ export interface UpstreamProbe {
 const NO_PROBE: UpstreamProbe = { answered: () => {}, failed: () => {} };
 
 /**
- * One gateway's request telemetry: GenAI metrics and the access log. The request path reports
- * into the scope of the request it runs in (begin() -> run()), so upstream calls and billing
- * need no handle passed down to them.
+ * One gateway's request telemetry: GenAI metrics and the access log. begin() makes a request's
+ * scope, which the request carries; upstream calls and billing report into it, end() counts it.
  */
 export class Telemetry {
   readonly metrics: GenAiMetrics;
@@ -61,38 +60,29 @@ export class Telemetry {
     return scope;
   }
 
-  run<T>(scope: RequestScope, fn: () => T): T {
-    return scopes.run(scope, fn);
-  }
-
   /** The request's end: its outcome counted, its access-log line written. */
   end(scope: RequestScope, f: Finished): void {
     const { outcome, reason } = requestOutcome(f, scope.settled?.status);
     const model = scope.chat?.model ?? '';
     const group = scope.chat?.group ?? f.group ?? '';
-    this.metrics.requests.inc({ route: f.route, model, group, outcome, reason });
+    this.metrics.requests.at(`${f.route}\0${model}\0${group}\0${outcome}\0${reason}`, () => ({ route: f.route, model, group, outcome, reason })).inc();
     if (scope.trace) endRequestSpan(scope, f, outcome, reason);
+    const level = f.status >= 500 ? 'warn' : 'info';
+    // The line is built only when it is written (a gateway logging at warn skips it).
+    if (this.log.enabled?.(level) === false) return;
     const line = accessLine(scope, f.traceId || !scope.trace ? f : { ...f, traceId: scope.trace.span.spanContext().traceId }, outcome, reason);
-    if (f.status >= 500) this.log.warn('request', line);
-    else this.log.info('request', line);
+    this.log[level]('request', line);
   }
 }
 
-/** The scope of the request running now, if any (background work has none). */
-export function currentScope(): RequestScope | undefined {
-  return scopes.getStore();
-}
-
 /** Credits are held for a chat request: from here on its metrics carry its model, group and protocol. */
-export function chatHeld(model: string, group: string, protocol: string): RequestScope | undefined {
-  const s = scopes.getStore();
+export function chatHeld(s: RequestScope | undefined, model: string, group: string, protocol: string): RequestScope | undefined {
   if (s) s.chat = { model, group, protocol };
   return s;
 }
 
 /** An upstream call of the current request starts; the probe is told how it ended. With tracing on, `headers` get the call's `traceparent`. */
-export function watchUpstream(backend: BackendRef, headers?: Record<string, string>): UpstreamProbe {
-  const s = scopes.getStore();
+export function watchUpstream(s: RequestScope | undefined, backend: BackendRef, headers?: Record<string, string>): UpstreamProbe {
   if (!s) return NO_PROBE;
   const m = s.telemetry.metrics;
   const label = backendLabel(backend.baseURL);
@@ -114,9 +104,10 @@ export function watchUpstream(backend: BackendRef, headers?: Record<string, stri
       : undefined;
   if (child && headers) tracing!.inject(child, headers);
   const record = (cls: StatusClass, status?: number) => {
-    const labels = { backend: label, gen_ai_provider_name: backend.provider, status_class: cls };
-    m.upstreamRequests.inc(labels);
-    m.upstreamDuration.at(`${label}\0${backend.provider}\0${cls}`, () => labels).observe(Number(process.hrtime.bigint() - started) / 1e9);
+    const key = `${label}\0${backend.provider}\0${cls}`;
+    const labels = () => ({ backend: label, gen_ai_provider_name: backend.provider, status_class: cls });
+    m.upstreamRequests.at(key, labels).inc();
+    m.upstreamDuration.at(key, labels).observe(Number(process.hrtime.bigint() - started) / 1e9);
     if (!child) return;
     if (status !== undefined) child.span.setAttribute('http.response.status_code', status);
     const failed = status === undefined || status >= 500 || status === 429;
@@ -135,7 +126,7 @@ export function chatSettled(s: RequestScope | undefined, settled: SettledChat, c
   const provider = s.backend?.provider ?? '';
   const backend = s.backend?.label ?? '';
   const { group, protocol } = s.chat;
-  if (creditsMicro > 0n) m.creditsCharged.inc({ model, group, kind: 'chat' }, Number(creditsMicro) / 1e6);
+  if (creditsMicro > 0n) m.creditsCharged.at(`${model}\0${group}\0chat\0`, () => ({ model, group, kind: 'chat' })).inc(Number(creditsMicro) / 1e6);
   // A request no upstream call reached has no GenAI numbers to give.
   if (s.attempts === 0) return;
   // One key per request for every GenAI series (the label values joined; NUL is in none of them).

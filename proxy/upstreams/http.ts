@@ -1,6 +1,7 @@
 import { Agent, type Dispatcher } from 'undici';
 import type { CompiledBackend } from './types.js';
 import { watchUpstream } from '../metrics/telemetry.js';
+import type { RequestScope } from '../metrics/scope.js';
 
 /**
  * The undici Agent a gateway reaches every upstream with (one per gateway, closed with it): it
@@ -41,6 +42,8 @@ export interface UpstreamCall {
   signal: AbortSignal;
   /** The gateway's upstream agent. */
   dispatcher: Dispatcher;
+  /** The request's telemetry, told how the call went. */
+  scope?: RequestScope | undefined;
 }
 
 export type UpstreamFailure = 'timeout' | 'unavailable' | 'aborted';
@@ -69,7 +72,7 @@ export function classify(err: unknown, signal?: AbortSignal): UpstreamError {
 
 export async function callUpstream(call: UpstreamCall): Promise<Dispatcher.ResponseData> {
   const t = targetOf(call.backend);
-  const probe = watchUpstream(call.backend, call.headers);
+  const probe = watchUpstream(call.scope, call.backend, call.headers);
   try {
     const resp = await call.dispatcher.request({
       origin: t.origin,
