@@ -78,10 +78,12 @@ export function scanTopLevel(buf: Buffer, wanted: ReadonlySet<string>): { open: 
     const keyStart = p;
     const keyEnd = skipString(buf, p);
     let name: string | undefined;
-    // Only short keys can be wanted; decode escapes via JSON.parse in the rare case they occur.
-    if (keyEnd - keyStart <= 32) {
+    // Only short keys can be wanted (up to 6 bytes a letter when escaped as \\uXXXX); escapes are
+    // decoded via JSON.parse in the rare case they occur, so the key is the one JSON.parse saw.
+    if (keyEnd - keyStart <= 200) {
       const rawKey = buf.toString('utf8', keyStart + 1, keyEnd - 1);
-      name = rawKey.includes('\\') ? (JSON.parse(`"${rawKey}"`) as string) : rawKey;
+      if (rawKey.includes('\\')) name = JSON.parse(`"${rawKey}"`) as string;
+      else if (rawKey.length <= 32) name = rawKey;
     }
     p = keyEnd;
     while (isWs(buf[p])) p++;
@@ -156,14 +158,25 @@ function splice(raw: Buffer, edits: BodyEdits): Buffer {
     if (m) repl.push({ start: m.valueStart, end: m.valueEnd, text: String(edits.cap.value) });
     else insert += `${JSON.stringify(edits.cap.key)}:${edits.cap.value},`;
   }
-  if (insert) repl.push({ start: open + 1, end: open + 1, text: insert });
+  if (insert) {
+    // Inserted members go first, each with its comma, unless the object has no member to follow.
+    let p = open + 1;
+    while (isWs(raw[p])) p++;
+    repl.push({ start: open + 1, end: open + 1, text: raw[p] === 125 ? insert.slice(0, -1) : insert });
+  }
   repl.sort((a, b) => a.start - b.start);
-  const parts: Buffer[] = [];
+  // One allocation and straight copies (Buffer.concat of the pieces cost more than the scan).
+  let size = raw.length;
+  for (const r of repl) size += Buffer.byteLength(r.text) - (r.end - r.start);
+  const out = Buffer.allocUnsafe(size);
   let at = 0;
+  let o = 0;
   for (const r of repl) {
-    parts.push(raw.subarray(at, r.start), Buffer.from(r.text));
+    out.set(raw.subarray(at, r.start), o);
+    o += r.start - at;
+    o += out.write(r.text, o);
     at = r.end;
   }
-  parts.push(raw.subarray(at));
-  return Buffer.concat(parts);
+  out.set(raw.subarray(at), o);
+  return out;
 }

@@ -1,0 +1,63 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { rewriteBody } from './body.js';
+
+/** A JSON text of `value` with the client's own spelling: random whitespace and escaped key letters. */
+function spelled(value: Record<string, unknown>, ws: string, escapeKeys: boolean): string {
+  const key = (k: string) => (escapeKeys ? `"${[...k].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`).join('')}"` : JSON.stringify(k));
+  return `${ws}{${Object.entries(value)
+    .map(([k, v]) => `${ws}${key(k)}${ws}:${ws}${JSON.stringify(v, null, ws.length ? 1 : 0)}`)
+    .join(`,${ws}`)}${ws}}${ws}`;
+}
+
+const member = fc.oneof(
+  fc.string(),
+  fc.integer(),
+  fc.boolean(),
+  fc.constant(null),
+  fc.array(fc.jsonValue(), { maxLength: 3 }),
+  fc.dictionary(fc.string(), fc.jsonValue(), { maxKeys: 3 }),
+);
+
+describe('rewriteBody', () => {
+  it('sets model, stream, include_usage and the cap; every other member keeps its value', () => {
+    fc.assert(
+      fc.property(
+        fc.dictionary(fc.string({ maxLength: 12 }), member, { maxKeys: 6 }),
+        fc.record({ model: fc.option(fc.string()), stream: fc.option(fc.boolean()), max_tokens: fc.option(fc.nat()) }, { requiredKeys: [] }),
+        fc.string({ minLength: 1, maxLength: 20 }),
+        fc.constantFrom('', ' ', '\n  ', '\t'),
+        fc.boolean(),
+        fc.boolean(),
+        fc.option(fc.nat({ max: 100000 })),
+        (others, wanted, model, ws, escapeKeys, forceStream, cap) => {
+          const body: Record<string, unknown> = { ...others };
+          for (const [k, v] of Object.entries(wanted)) if (v !== null) body[k] = v;
+          const raw = Buffer.from(spelled(body, ws, escapeKeys));
+          const json = JSON.parse(raw.toString()) as Record<string, unknown>;
+          const out = rewriteBody(raw, {
+            model,
+            json,
+            forceStream,
+            includeUsage: forceStream,
+            ...(cap !== null ? { cap: { key: 'max_tokens', value: cap } } : {}),
+          });
+          const expected: Record<string, unknown> = { ...json, model };
+          if (forceStream) {
+            expected.stream = true;
+            expected.stream_options = { ...(json.stream_options && typeof json.stream_options === 'object' ? json.stream_options : {}), include_usage: true };
+          }
+          if (cap !== null) expected.max_tokens = cap;
+          expect(JSON.parse(out.toString())).toEqual(expected);
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+
+  it('leaves the bytes it does not edit exactly as the client sent them', () => {
+    const raw = Buffer.from('{ "messages" : [ {"content":"caf\\u00e9 \\"q\\" 1e3"} ], "model":"mine",  "temperature": 1.0E0 }');
+    const out = rewriteBody(raw, { model: 'théirs', json: JSON.parse(raw.toString()) as Record<string, unknown> });
+    expect(out.toString()).toBe('{ "messages" : [ {"content":"caf\\u00e9 \\"q\\" 1e3"} ], "model":"théirs",  "temperature": 1.0E0 }');
+  });
+});
