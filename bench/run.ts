@@ -3,7 +3,7 @@
  * measured in the same run. Targets, each its own process: the simulator called directly; the
  * bare Node proxy floor (node:http -> undici Pool, nothing parsed); nginx as a reverse proxy when
  * it is installed; the gateway with billing on PostgreSQL (when DATABASE_URL is set), as the
- * quickstart ships it (in-memory PGlite) and with billing off. Scenarios: Chat Completions, JSON
+ * quickstart ships it (PGlite in a data folder, billing journal) and with billing off. Scenarios: Chat Completions, JSON
  * and SSE, 1 and 50 keep-alive connections. For each: requests/s, p50/p99, time to first byte
  * (1 connection), the target's own CPU per request (from /proc) and its RSS. Rewrites the
  * "## Chat overhead" section of bench/RESULTS.md.
@@ -14,7 +14,7 @@
  * 3000), BENCH_WARMUP_MS (default 1000), BENCH_CONNECTIONS (default "1,50"), BENCH_TARGETS
  * (default every target: "floor,nginx,postgres,pglite,no-billing").
  */
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
@@ -22,7 +22,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BENCH_KEY, chatBody } from './chat/config.js';
 import { runLoad, type LoadResult } from './chat/load.js';
-import { cpuTicks, rssMiB, startChild, TICK_US } from './chat/process.js';
+import { cpuTicks, imageNode, rssMiB, startChild, TICK_US } from './chat/process.js';
 import { runWrk, wrkAvailable } from './chat/wrk.js';
 import { envNumber } from './env.js';
 import { measuredBy, writeSection } from './results.js';
@@ -103,8 +103,11 @@ http {
 
 const loadAtStart = loadavg()[0]!;
 
+let nodeVersion = '';
+
 async function main(): Promise<void> {
   const useWrk = await wrkAvailable();
+  nodeVersion = execFileSync(await imageNode(), ['--version'], { encoding: 'utf8' }).trim();
   const sim = await startChild(['sim']);
   const targets: Target[] = [{ name: 'direct', title: 'simulator, called directly', url: sim.url, pid: sim.child.pid!, stop: () => {}, gateway: false }];
   // The gateway runs compiled, as the image runs it, unless `compiled` is false (`npm start` runs it through tsx).
@@ -185,6 +188,7 @@ function render(rows: Row[], targets: Target[], idleRss: Map<string, number>, us
     `${measuredBy(`npm run bench${quick ? ' -- --quick' : ''}`)}, ${process.platform}.`,
     `Every target runs as its own process beside the simulator; load from ${useWrk ? 'wrk (50 connections) and the Node load generator (1 connection: it measures the first byte)' : 'the Node load generator (undici Pool, keep-alive, closed loop)'}; ${durationMs / 1000} s per scenario after ${warmupMs / 1000} s of warm-up. Load average: ${loadAtStart.toFixed(1)} at the start, ${loadavg()[0]!.toFixed(1)} at the end.`,
     'Request: POST /v1/chat/completions, a 2 KB body, a 12-word answer (SSE: 15 events). CPU is the target process’s own (user + system, /proc) per request served.',
+    `The floor, postgres and no-billing run compiled by tsc on Node ${nodeVersion} (as the image runs the gateway); pglite runs through tsx on Node ${process.version} (as \`npm start\` does).`,
     '',
     '| target | mode | conns | req/s | % of direct | CPU µs/req | × floor CPU | p50 / p99 ms | added p50 ms | added TTFB ms | errors |',
     '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
