@@ -12,6 +12,7 @@ import { simId } from './text.js';
  *   POST /v1/projects/{p}/locations/{l}/publishers/anthropic/models/{model}:rawPredict
  *        (and :streamRawPredict)                          Messages bodies with anthropic_version
  *                                                         vertex-2023-10-16 and no model
+ *   POST .../publishers/anthropic/models/count-tokens:rawPredict   count_tokens, the model in the body
  *   POST /token                                           a service account's signed JWT -> an access token
  * Every model call needs `Authorization: Bearer` with a token this simulator issued. The
  * service account is SIM_SERVICE_ACCOUNT (its key, made for the simulator, is no secret); its
@@ -136,11 +137,13 @@ async function google(r: SimRequest): Promise<void> {
 }
 
 const messages = (r: SimRequest) => anthropicMessagesRoutes[0]!.handler(r);
+const countMessages = (r: SimRequest) => anthropicMessagesRoutes[1]!.handler(r);
 
 async function anthropic(r: SimRequest): Promise<void> {
   if (!authorized(r)) return;
   const [model, method] = (r.params.model ?? '').split(':');
   const body = r.json;
+  if (model === 'count-tokens' && method === 'rawPredict') return countClaude(r);
   if (method !== 'rawPredict' && method !== 'streamRawPredict') return geminiError(r, 404, 'NOT_FOUND', `simulator: no method ${method ?? ''}`);
   if (!body || body.anthropic_version !== 'vertex-2023-10-16') {
     return sendJson(r, 400, { type: 'error', error: { type: 'invalid_request_error', message: 'anthropic_version: vertex-2023-10-16 is required' } });
@@ -157,6 +160,21 @@ async function anthropic(r: SimRequest): Promise<void> {
   body.model = model;
   r.req.headers['anthropic-version'] = '2023-06-01';
   await messages(r);
+}
+
+/**
+ * publishers/anthropic/models/count-tokens:rawPredict: Anthropic's count_tokens body with the
+ * model named in it (as Google documents it; anthropic_version, which the SDKs add, is accepted).
+ */
+async function countClaude(r: SimRequest): Promise<void> {
+  const body = r.json;
+  const invalid = (message: string) => sendJson(r, 400, { type: 'error', error: { type: 'invalid_request_error', message } });
+  if (!body || typeof body.model !== 'string' || !/claude/.test(body.model)) return invalid('model: Field required (a Claude model on Vertex AI)');
+  if (body.anthropic_version !== undefined && body.anthropic_version !== 'vertex-2023-10-16') return invalid('anthropic_version: must be vertex-2023-10-16');
+  if (body.max_tokens !== undefined || body.stream !== undefined) return invalid('max_tokens, stream: Extra inputs are not permitted');
+  delete body.anthropic_version;
+  r.req.headers['anthropic-version'] = '2023-06-01';
+  await countMessages(r);
 }
 
 const BASE = '/v1/projects/:project/locations/:location/publishers';

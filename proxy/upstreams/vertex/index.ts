@@ -1,5 +1,10 @@
+import { isObj } from '../../ir/json.js';
+import { tokenCount } from '../../ir/usage.js';
+import type { IrRequest } from '../../ir/chat.js';
+import { encodeMessagesRequest } from '../anthropic/messages-codec.js';
 import type { CompiledBackend, Operation, Provider } from '../types.js';
 import { countBody, countOf, modelSegment } from '../gemini/index.js';
+import { withoutGeminiReasoning } from '../gemini/signature.js';
 import { accessToken, serviceAccountOf } from './auth.js';
 
 /**
@@ -13,6 +18,7 @@ import { accessToken, serviceAccountOf } from './auth.js';
  * token, or none (Application Default Credentials).
  */
 const PROJECT = '{project}';
+export const VERTEX_ANTHROPIC_VERSION = 'vertex-2023-10-16';
 
 export const isClaude = (backend: CompiledBackend) => /claude/i.test(backend.model);
 
@@ -20,14 +26,26 @@ export function regionOf(backend: CompiledBackend): string {
   return backend.region ?? /\/\/([a-z0-9-]+)-aiplatform\.googleapis\.com/.exec(backend.baseURL)?.[1] ?? 'global';
 }
 
-export function vertexPath(backend: CompiledBackend, stream: boolean): string {
-  const prefix = /\/projects\/[^/]+\/locations\/[^/]+$/.test(backend.baseURL)
+/** /v1/projects/P/locations/L, unless the baseURL names them already. */
+function prefixOf(backend: CompiledBackend): string {
+  return /\/projects\/[^/]+\/locations\/[^/]+$/.test(backend.baseURL)
     ? ''
     : `/v1/projects/${backend.project ? encodeURIComponent(backend.project) : PROJECT}/locations/${encodeURIComponent(regionOf(backend))}`;
+}
+
+export function vertexPath(backend: CompiledBackend, stream: boolean): string {
+  const prefix = prefixOf(backend);
   const method = isClaude(backend)
     ? `/publishers/anthropic/models/${encodeURIComponent(backend.model)}:${stream ? 'streamRawPredict' : 'rawPredict'}`
     : `/publishers/google/models/${modelSegment(backend.model)}${stream ? ':streamGenerateContent?alt=sse' : ':generateContent'}`;
   return prefix + method;
+}
+
+/** What count_tokens takes of a Messages request, for Claude on Vertex: the model named in the body, no output settings. */
+const COUNTED = new Set(['model', 'messages', 'system', 'tools', 'tool_choice', 'thinking']);
+function claudeCountBody(ir: IrRequest, model: string): Record<string, unknown> {
+  const body = encodeMessagesRequest(withoutGeminiReasoning(ir), model, 1);
+  return { anthropic_version: VERTEX_ANTHROPIC_VERSION, ...Object.fromEntries(Object.entries(body).filter(([k]) => COUNTED.has(k))) };
 }
 
 export const vertex: Provider = {
@@ -36,10 +54,12 @@ export const vertex: Provider = {
   path: (backend) => vertexPath(backend, false),
   headers() {},
   countTokens: {
-    // Gemini models count at :countTokens; Claude on Vertex has no counting the gateway uses (estimated).
+    // Gemini models count at :countTokens; Claude models at publishers/anthropic/models/count-tokens:rawPredict.
     call: (backend, ir) =>
-      isClaude(backend) ? undefined : { path: vertexPath(backend, false).replace(/:generateContent$/, ':countTokens'), body: countBody(ir, backend.model) },
-    count: countOf,
+      isClaude(backend)
+        ? { path: `${prefixOf(backend)}/publishers/anthropic/models/count-tokens:rawPredict`, body: claudeCountBody(ir, backend.model) }
+        : { path: vertexPath(backend, false).replace(/:generateContent$/, ':countTokens'), body: countBody(ir, backend.model) },
+    count: (body) => countOf(body) ?? (isObj(body) && typeof body.input_tokens === 'number' ? tokenCount(body.input_tokens) : undefined),
   },
   async authorize(_backend, credential, call) {
     const key = credential?.trim().startsWith('{') ? credential : undefined;
