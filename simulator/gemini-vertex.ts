@@ -14,6 +14,8 @@ import { simId } from './text.js';
  *                                                         vertex-2023-10-16 and no model
  *   POST .../publishers/anthropic/models/count-tokens:rawPredict   count_tokens, the model in the body
  *   POST /token                                           a service account's signed JWT -> an access token
+ *   GET  /computeMetadata/v1/instance/service-accounts/default/token, .../project/project-id
+ *                                                         the metadata server (Metadata-Flavor: Google)
  * Every model call needs `Authorization: Bearer` with a token this simulator issued. The
  * service account is SIM_SERVICE_ACCOUNT (its key, made for the simulator, is no secret); its
  * JWT is checked (RS256 signature, issuer, scope, expiry) before a token is issued.
@@ -177,9 +179,37 @@ async function countClaude(r: SimRequest): Promise<void> {
   await countMessages(r);
 }
 
+/** What the metadata server answers, with the header every answer of Google's carries. */
+function metadataAnswer(r: SimRequest, status: number, text: string, type = 'application/text'): void {
+  r.res.writeHead(status, { 'content-type': type, 'metadata-flavor': 'Google', 'content-length': Buffer.byteLength(text) });
+  r.res.end(text);
+}
+
+/** Tokens the metadata server issued, for tests that show they are cached. */
+export const metadataTokens = new WeakMap<object, number>();
+
+/**
+ * The metadata server of GCE, GKE and Cloud Run (GCE_METADATA_HOST names it): its service
+ * account's access token, and the project. Requests without `Metadata-Flavor: Google` are
+ * refused, as Google's are.
+ */
+function metadataServer(r: SimRequest): void {
+  if (r.req.headers['metadata-flavor'] !== 'Google') return metadataAnswer(r, 403, 'Missing required header "Metadata-Flavor": "Google"');
+  if (r.path === '/computeMetadata/v1/project/project-id') return metadataAnswer(r, 200, 'sim-project');
+  if (r.path === '/computeMetadata/v1/instance/service-accounts/default/token') {
+    const access = `ya29.sim-metadata-${simId('')}`;
+    tokens(r).set(access, Date.now() + 3600_000);
+    metadataTokens.set(r.sim, (metadataTokens.get(r.sim) ?? 0) + 1);
+    return metadataAnswer(r, 200, JSON.stringify({ access_token: access, expires_in: 3599, token_type: 'Bearer' }), 'application/json');
+  }
+  metadataAnswer(r, 404, `simulator: no metadata at ${r.path}`);
+}
+
 const BASE = '/v1/projects/:project/locations/:location/publishers';
 export const geminiVertexRoutes: SimRoute[] = [
   { method: 'POST', path: `${BASE}/google/models/:model`, handler: google },
   { method: 'POST', path: `${BASE}/anthropic/models/:model`, handler: anthropic },
   { method: 'POST', path: '/token', handler: token },
+  { method: 'GET', path: '/computeMetadata/v1/instance/service-accounts/default/token', handler: metadataServer },
+  { method: 'GET', path: '/computeMetadata/v1/project/project-id', handler: metadataServer },
 ];

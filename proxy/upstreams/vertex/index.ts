@@ -5,7 +5,7 @@ import { encodeMessagesRequest } from '../anthropic/messages-codec.js';
 import type { CompiledBackend, Operation, Provider } from '../types.js';
 import { countBody, countOf, modelSegment } from '../gemini/index.js';
 import { withoutGeminiReasoning } from '../gemini/signature.js';
-import { accessToken, serviceAccountOf } from './auth.js';
+import { accessToken, ambientProject, serviceAccountOf } from './auth.js';
 
 /**
  * Vertex AI: Gemini models (publishers/google, generateContent, the Gemini codec) and Claude
@@ -15,7 +15,8 @@ import { accessToken, serviceAccountOf } from './auth.js';
  * https://aiplatform.googleapis.com for the global location), with the backend's `region` and
  * `project` (default: the key's project_id); or a baseURL that already names them
  * (.../v1/projects/P/locations/L). The credential is a service account key (JSON), an access
- * token, or none (Application Default Credentials).
+ * token, or none: Application Default Credentials from the environment captured at start
+ * (vertex/auth.ts), their project too when the backend names none.
  */
 const PROJECT = '{project}';
 export const VERTEX_ANTHROPIC_VERSION = 'vertex-2023-10-16';
@@ -61,15 +62,20 @@ export const vertex: Provider = {
         : { path: vertexPath(backend, false).replace(/:generateContent$/, ':countTokens'), body: countBody(ir, backend.model) },
     count: (body) => countOf(body) ?? (isObj(body) && typeof body.input_tokens === 'number' ? tokenCount(body.input_tokens) : undefined),
   },
-  async authorize(_backend, credential, call) {
+  async authorize(_backend, credential, call, env) {
     const key = credential?.trim().startsWith('{') ? credential : undefined;
     if (call.path.includes(PROJECT)) {
-      const project = key ? serviceAccountOf(key).project_id : undefined;
+      let project: string | undefined;
+      try {
+        project = key ? serviceAccountOf(key).project_id : credential ? undefined : await ambientProject(env);
+      } catch (err) {
+        throw new Error(`the vertex backend's project could not be found: ${String((err as Error).message).split('\n')[0]}`);
+      }
       if (!project) throw new Error('the vertex backend names no project: set project, or use a service account key with project_id');
       call.path = call.path.replace(PROJECT, encodeURIComponent(project));
     }
-    // An Authorization the route's own headers set (the quickstart's simulator token) is used as it is.
+    // An Authorization the route's own headers set is used as it is.
     if (call.headers.authorization && !credential) return;
-    call.headers.authorization = `Bearer ${credential && !key ? credential.trim() : await accessToken(key)}`;
+    call.headers.authorization = `Bearer ${credential && !key ? credential.trim() : await accessToken(key, env)}`;
   },
 };
