@@ -70,12 +70,10 @@ export function simServiceAccount(simUrl: string): Record<string, string> {
 
 /** Tokens issued, per simulator (an in-memory OAuth server). */
 const issued = new WeakMap<object, Map<string, number>>();
-/** A token that never expires, for the quickstart's manifests (which carry no key). */
-export const SIM_QUICKSTART_TOKEN = 'ya29.sim-quickstart';
 
 function tokens(r: SimRequest): Map<string, number> {
   let t = issued.get(r.sim);
-  if (!t) issued.set(r.sim, (t = new Map<string, number>([[SIM_QUICKSTART_TOKEN, Infinity]])));
+  if (!t) issued.set(r.sim, (t = new Map<string, number>()));
   return t;
 }
 

@@ -59,7 +59,7 @@ export const bedrock: Provider = {
     // ConverseStream answers in AWS's event stream, not SSE; the accept header is signed with the rest.
     call.headers.accept = call.path.endsWith('/converse-stream') ? 'application/vnd.amazon.eventstream' : 'application/json';
     const auth = awsAuthOf(credential);
-    // A Bedrock API key, or an Authorization the route's own headers set (the quickstart's simulator key), is used as it is.
+    // A Bedrock API key, or an Authorization the route's own headers set, is used as it is.
     if (auth.kind === 'bearer' || (auth.kind === 'chain' && call.headers.authorization)) return;
     const region = regionOf(backend);
     const keys = auth.kind === 'keys' ? auth.keys : await chainKeys(env, region);
