@@ -115,7 +115,7 @@ function ambient(env: Env): Promise<Ambient> {
 /** The metadata server, GET only, as Google's client libraries ask it. */
 async function metadata(host: string, path: string): Promise<string> {
   const base = /^https?:\/\//.test(host) ? host : `http://${host}`;
-  const r = await request(`${base}/computeMetadata/v1/${path}`, { headers: { 'metadata-flavor': 'Google' }, headersTimeout: 3000, bodyTimeout: 3000 });
+  const r = await request(`${base}/computeMetadata/v1/${path}`, { headers: { 'metadata-flavor': 'Google' }, signal: AbortSignal.timeout(3000) });
   const text = await r.body.text();
   if (r.statusCode !== 200) throw new Error(`the metadata server answered ${r.statusCode} for ${path}`);
   if (r.headers['metadata-flavor'] !== 'Google') throw new Error('the metadata server did not answer as Google’s (no Metadata-Flavor: Google)');
