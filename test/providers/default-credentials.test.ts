@@ -82,6 +82,21 @@ describe("Bedrock without credentials: AWS's default chain", () => {
     expect(p.upstream(id).headers.authorization).toContain(`Credential=${SIM_AWS_KEYS.accessKeyId}/`);
   });
 
+  it('a profile of the shared config file with credential_process: the command it names gives the keys', async () => {
+    const h = await freshHome();
+    await mkdir(join(h, '.aws'));
+    const script = join(h, 'keys.mjs');
+    await writeFile(
+      script,
+      `console.log(JSON.stringify({ Version: 1, AccessKeyId: ${JSON.stringify(SIM_AWS_KEYS.accessKeyId)}, SecretAccessKey: ${JSON.stringify(SIM_AWS_KEYS.secretAccessKey)} }));\n`,
+    );
+    await writeFile(join(h, '.aws', 'config'), `[profile from-process]\ncredential_process = ${process.execPath} ${script}\n`);
+    p.useEnv({ ...OFFLINE, HOME: h, AWS_PROFILE: 'from-process' });
+    const { id, text } = await ask('br-chain');
+    expect(text.length).toBeGreaterThan(0);
+    expect(p.upstream(id).headers.authorization).toContain(`Credential=${SIM_AWS_KEYS.accessKeyId}/`);
+  });
+
   it('the container credentials endpoint (ECS, EKS Pod Identity): temporary keys with their session token, fetched once and reused', async () => {
     p.useEnv({
       ...OFFLINE,
@@ -124,6 +139,16 @@ describe("Vertex without credentials: Google's Application Default Credentials",
     expect((tokenExchanges.get(p.stack.sim.context) ?? 0) - before).toBe(1);
   });
 
+  it("gcloud's application_default_credentials.json under HOME, when no variable names a file", async () => {
+    const h = await freshHome();
+    await mkdir(join(h, '.config', 'gcloud'), { recursive: true });
+    await writeFile(join(h, '.config', 'gcloud', 'application_default_credentials.json'), JSON.stringify(simServiceAccount(sim)));
+    p.useEnv({ ...OFFLINE, HOME: h, GCE_METADATA_HOST: '127.0.0.1:9' });
+    const { id, text } = await ask('vx-adc');
+    expect(text.length).toBeGreaterThan(0);
+    expect(p.upstream(id).headers.authorization).toMatch(/^Bearer ya29\.sim-/);
+  });
+
   it("the metadata server (GCE_METADATA_HOST): its service account's token, cached, and its project; Claude's count_tokens too", async () => {
     p.useEnv({ ...OFFLINE, HOME: await freshHome(), GCE_METADATA_HOST: new URL(sim).host });
     const before = metadataTokens.get(p.stack.sim.context) ?? 0;
@@ -147,5 +172,21 @@ describe("Vertex without credentials: Google's Application Default Credentials",
     const err = await p.openai.chat.completions.create({ model: 'vx-adc', messages: [{ role: 'user', content: 'Hello' }] }).catch((e: unknown) => e);
     expect(err).toMatchObject({ status: 502 });
     expect(p.logs.some((l) => l.includes('upstream auth failed') && l.includes('vertex'))).toBe(true);
+  });
+});
+
+describe('what the gateway shows', () => {
+  it('the metrics, the usage records and the logs hold none of the keys, tokens or session tokens the chains found', async () => {
+    p.useEnv({ ...OFFLINE, HOME: await freshHome(), AWS_ACCESS_KEY_ID: SIM_AWS_KEYS.accessKeyId, AWS_SECRET_ACCESS_KEY: SIM_AWS_KEYS.secretAccessKey });
+    const { id } = await ask('br-chain');
+    await p.record(id);
+    const metrics = await (await fetch(`${p.stack.gw.adminUrl}/metrics`, { headers: { authorization: 'Bearer test-admin' } })).text();
+    expect(metrics).toContain('tollgate_');
+    const usage = JSON.stringify((await p.stack.gw.deps.store.query('SELECT * FROM usage_records')).rows);
+    expect(usage).toContain('br-chain');
+    for (const shown of [metrics, usage, p.logs.join('\n')]) {
+      for (const secret of [SIM_AWS_KEYS.secretAccessKey, 'sim/temp/', 'sim-session-', SIM_CONTAINER_TOKEN, 'PRIVATE KEY', 'ya29.'])
+        expect(shown).not.toContain(secret);
+    }
   });
 });
