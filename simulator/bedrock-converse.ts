@@ -11,14 +11,56 @@ import { countInputTokens, simId } from './text.js';
  * Amazon Bedrock's runtime as bedrock-runtime.REGION.amazonaws.com answers it:
  *   POST /model/{modelId}/converse          JSON
  *   POST /model/{modelId}/converse-stream   application/vnd.amazon.eventstream (binary, by the official codec)
- * Every request is authenticated: SigV4 (checked against SIM_AWS_KEYS by signing the received
- * request again; a wrong signature is Bedrock's 403 InvalidSignatureException, an unknown key
+ * Every request is authenticated: SigV4 (checked against SIM_AWS_KEYS, or temporary keys with their
+ * session token from GET /aws/container-credentials, by signing the received request again; a wrong signature is Bedrock's 403 InvalidSignatureException, an unknown key
  * its UnrecognizedClientException) or a Bedrock API key (Bearer ABSK...). Reasoning blocks with
  * a signature when Claude's thinking is asked in additionalModelRequestFields; directives as
  * elsewhere (`[sim:429]` ThrottlingException, `[sim:fail]` an in-stream exception).
  */
 export const SIM_AWS_KEYS = { accessKeyId: 'AKIASIMULATOR0000001', secretAccessKey: 'simulator/bedrock/secret/0123456789abcd' };
 export const SIM_BEDROCK_API_KEY = 'ABSKc2ltdWxhdG9yLWJlZHJvY2stYXBpLWtleQ==';
+/** What the container credentials endpoint wants in Authorization (as EKS Pod Identity's agent does). */
+export const SIM_CONTAINER_TOKEN = 'sim-container-authorization-token';
+
+interface TempKeys {
+  secretAccessKey: string;
+  sessionToken: string;
+  until: number;
+}
+/** Temporary keys the container endpoint issued, per simulator: they sign like SIM_AWS_KEYS, with their session token. */
+const issuedKeys = new WeakMap<object, Map<string, TempKeys>>();
+function tempKeys(r: SimRequest): Map<string, TempKeys> {
+  let m = issuedKeys.get(r.sim);
+  if (!m) issuedKeys.set(r.sim, (m = new Map<string, TempKeys>()));
+  return m;
+}
+/** Container credentials served, for tests that show keys are cached. */
+export const containerFetches = new WeakMap<object, number>();
+
+/**
+ * GET /aws/container-credentials: the endpoint AWS_CONTAINER_CREDENTIALS_FULL_URI names on ECS and
+ * EKS (Pod Identity): temporary keys for one hour, when Authorization carries SIM_CONTAINER_TOKEN.
+ */
+function containerCredentials(r: SimRequest): void {
+  if (r.req.headers.authorization !== SIM_CONTAINER_TOKEN) {
+    return sendJson(r, 401, { message: 'the container credentials endpoint needs its authorization token' });
+  }
+  const accessKeyId = `ASIASIM${simId('')
+    .replace(/[^A-Za-z0-9]/g, '')
+    .slice(-13)
+    .toUpperCase()
+    .padStart(13, '0')}`;
+  const keys: TempKeys = { secretAccessKey: `sim/temp/${simId('')}`, sessionToken: `sim-session-${simId('')}`, until: Date.now() + 3600_000 };
+  tempKeys(r).set(accessKeyId, keys);
+  containerFetches.set(r.sim, (containerFetches.get(r.sim) ?? 0) + 1);
+  sendJson(r, 200, {
+    AccessKeyId: accessKeyId,
+    SecretAccessKey: keys.secretAccessKey,
+    Token: keys.sessionToken,
+    Expiration: new Date(keys.until).toISOString(),
+    RoleArn: 'arn:aws:iam::000000000000:role/tollgate-sim',
+  });
+}
 
 type Json = Record<string, unknown>;
 const isObj = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -65,7 +107,15 @@ async function authenticate(r: SimRequest): Promise<boolean> {
     return false;
   }
   const [, keyId, , region, service, signedNames, signature] = m as unknown as string[];
-  if (keyId !== SIM_AWS_KEYS.accessKeyId) {
+  const temp = tempKeys(r).get(keyId!);
+  const secretAccessKey =
+    keyId === SIM_AWS_KEYS.accessKeyId ? SIM_AWS_KEYS.secretAccessKey : temp && temp.until > Date.now() ? temp.secretAccessKey : undefined;
+  // Temporary keys sign with their session token (x-amz-security-token, a signed header); long-term keys without one.
+  const sessionToken = r.req.headers['x-amz-security-token'];
+  if (
+    !secretAccessKey ||
+    (temp ? sessionToken !== temp.sessionToken || !signedNames!.split(';').includes('x-amz-security-token') : sessionToken !== undefined)
+  ) {
     awsError(r, 403, 'UnrecognizedClientException', 'The security token included in the request is invalid.');
     return false;
   }
@@ -81,7 +131,7 @@ async function authenticate(r: SimRequest): Promise<boolean> {
     const v = r.req.headers[name];
     if (v !== undefined) headers[name] = Array.isArray(v) ? v.join(',') : v;
   }
-  const signer = new SignatureV4({ service: service!, region: region!, credentials: SIM_AWS_KEYS, sha256: Sha256 });
+  const signer = new SignatureV4({ service: service!, region: region!, credentials: { accessKeyId: keyId!, secretAccessKey }, sha256: Sha256 });
   const host = headers.host ?? '';
   const signed = await signer.sign(
     {
@@ -244,4 +294,5 @@ async function converse(r: SimRequest, stream: boolean): Promise<void> {
 export const bedrockConverseRoutes: SimRoute[] = [
   { method: 'POST', path: '/model/:model/converse', handler: (r) => converse(r, false) },
   { method: 'POST', path: '/model/:model/converse-stream', handler: (r) => converse(r, true) },
+  { method: 'GET', path: '/aws/container-credentials', handler: containerCredentials },
 ];

@@ -12,7 +12,10 @@ import { simId } from './text.js';
  *   POST /v1/projects/{p}/locations/{l}/publishers/anthropic/models/{model}:rawPredict
  *        (and :streamRawPredict)                          Messages bodies with anthropic_version
  *                                                         vertex-2023-10-16 and no model
+ *   POST .../publishers/anthropic/models/count-tokens:rawPredict   count_tokens, the model in the body
  *   POST /token                                           a service account's signed JWT -> an access token
+ *   GET  /computeMetadata/v1/instance/service-accounts/default/token, .../project/project-id
+ *                                                         the metadata server (Metadata-Flavor: Google)
  * Every model call needs `Authorization: Bearer` with a token this simulator issued. The
  * service account is SIM_SERVICE_ACCOUNT (its key, made for the simulator, is no secret); its
  * JWT is checked (RS256 signature, issuer, scope, expiry) before a token is issued.
@@ -67,12 +70,10 @@ export function simServiceAccount(simUrl: string): Record<string, string> {
 
 /** Tokens issued, per simulator (an in-memory OAuth server). */
 const issued = new WeakMap<object, Map<string, number>>();
-/** A token that never expires, for the quickstart's manifests (which carry no key). */
-export const SIM_QUICKSTART_TOKEN = 'ya29.sim-quickstart';
 
 function tokens(r: SimRequest): Map<string, number> {
   let t = issued.get(r.sim);
-  if (!t) issued.set(r.sim, (t = new Map<string, number>([[SIM_QUICKSTART_TOKEN, Infinity]])));
+  if (!t) issued.set(r.sim, (t = new Map<string, number>()));
   return t;
 }
 
@@ -136,11 +137,13 @@ async function google(r: SimRequest): Promise<void> {
 }
 
 const messages = (r: SimRequest) => anthropicMessagesRoutes[0]!.handler(r);
+const countMessages = (r: SimRequest) => anthropicMessagesRoutes[1]!.handler(r);
 
 async function anthropic(r: SimRequest): Promise<void> {
   if (!authorized(r)) return;
   const [model, method] = (r.params.model ?? '').split(':');
   const body = r.json;
+  if (model === 'count-tokens' && method === 'rawPredict') return countClaude(r);
   if (method !== 'rawPredict' && method !== 'streamRawPredict') return geminiError(r, 404, 'NOT_FOUND', `simulator: no method ${method ?? ''}`);
   if (!body || body.anthropic_version !== 'vertex-2023-10-16') {
     return sendJson(r, 400, { type: 'error', error: { type: 'invalid_request_error', message: 'anthropic_version: vertex-2023-10-16 is required' } });
@@ -159,9 +162,52 @@ async function anthropic(r: SimRequest): Promise<void> {
   await messages(r);
 }
 
+/**
+ * publishers/anthropic/models/count-tokens:rawPredict: Anthropic's count_tokens body with the
+ * model named in it (as Google documents it; anthropic_version, which the SDKs add, is accepted).
+ */
+async function countClaude(r: SimRequest): Promise<void> {
+  const body = r.json;
+  const invalid = (message: string) => sendJson(r, 400, { type: 'error', error: { type: 'invalid_request_error', message } });
+  if (!body || typeof body.model !== 'string' || !/claude/.test(body.model)) return invalid('model: Field required (a Claude model on Vertex AI)');
+  if (body.anthropic_version !== undefined && body.anthropic_version !== 'vertex-2023-10-16') return invalid('anthropic_version: must be vertex-2023-10-16');
+  if (body.max_tokens !== undefined || body.stream !== undefined) return invalid('max_tokens, stream: Extra inputs are not permitted');
+  delete body.anthropic_version;
+  r.req.headers['anthropic-version'] = '2023-06-01';
+  await countMessages(r);
+}
+
+/** What the metadata server answers, with the header every answer of Google's carries. */
+function metadataAnswer(r: SimRequest, status: number, text: string, type = 'application/text'): void {
+  r.res.writeHead(status, { 'content-type': type, 'metadata-flavor': 'Google', 'content-length': Buffer.byteLength(text) });
+  r.res.end(text);
+}
+
+/** Tokens the metadata server issued, for tests that show they are cached. */
+export const metadataTokens = new WeakMap<object, number>();
+
+/**
+ * The metadata server of GCE, GKE and Cloud Run (GCE_METADATA_HOST names it): its service
+ * account's access token, and the project. Requests without `Metadata-Flavor: Google` are
+ * refused, as Google's are.
+ */
+function metadataServer(r: SimRequest): void {
+  if (r.req.headers['metadata-flavor'] !== 'Google') return metadataAnswer(r, 403, 'Missing required header "Metadata-Flavor": "Google"');
+  if (r.path === '/computeMetadata/v1/project/project-id') return metadataAnswer(r, 200, 'sim-project');
+  if (r.path === '/computeMetadata/v1/instance/service-accounts/default/token') {
+    const access = `ya29.sim-metadata-${simId('')}`;
+    tokens(r).set(access, Date.now() + 3600_000);
+    metadataTokens.set(r.sim, (metadataTokens.get(r.sim) ?? 0) + 1);
+    return metadataAnswer(r, 200, JSON.stringify({ access_token: access, expires_in: 3599, token_type: 'Bearer' }), 'application/json');
+  }
+  metadataAnswer(r, 404, `simulator: no metadata at ${r.path}`);
+}
+
 const BASE = '/v1/projects/:project/locations/:location/publishers';
 export const geminiVertexRoutes: SimRoute[] = [
   { method: 'POST', path: `${BASE}/google/models/:model`, handler: google },
   { method: 'POST', path: `${BASE}/anthropic/models/:model`, handler: anthropic },
   { method: 'POST', path: '/token', handler: token },
+  { method: 'GET', path: '/computeMetadata/v1/instance/service-accounts/default/token', handler: metadataServer },
+  { method: 'GET', path: '/computeMetadata/v1/project/project-id', handler: metadataServer },
 ];

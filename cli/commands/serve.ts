@@ -63,10 +63,16 @@ export const command: Command = {
     const quickstart = values.quickstart === true;
 
     let simulator: { url: string; close(): Promise<void> } | undefined;
+    let credentials = settings;
     if (quickstart) {
       const { startSimulator } = await import('../../simulator/index.js');
       simulator = await startSimulator({ port: portFlag('simulator-port', values['simulator-port'], 8090), host: '127.0.0.1' });
       log.info('simulator listening', { url: simulator.url });
+      // The quickstart's models name their credentials as any route does ({env: SIM_...}); unless
+      // the environment sets them, they are the simulator's own keys.
+      const { quickstartCredentials } = await import('../../simulator/quickstart-credentials.js');
+      const sim = quickstartCredentials(simulator.url);
+      credentials = { ...settings, secretFromEnv: (name) => settings.secretFromEnv(name) ?? sim[name] };
     }
 
     const databaseUrl = values['database-url'] ?? settings.databaseUrl;
@@ -95,7 +101,9 @@ export const command: Command = {
     // PGlite on a data folder never reaches stable storage by itself (it does not fsync): the
     // billing journal, O_DSYNC, is the durable point of charges there unless another one is set.
     const journaled =
-      dataDir && !databaseUrl && !settings.billing.journalDir ? { ...settings, billing: { ...settings.billing, journalDir: `${dataDir}/journal` } } : settings;
+      dataDir && !databaseUrl && !settings.billing.journalDir
+        ? { ...credentials, billing: { ...settings.billing, journalDir: `${dataDir}/journal` } }
+        : credentials;
     const adminToken = values['admin-token'] ?? settings.adminToken ?? (quickstart ? QUICKSTART_ADMIN_TOKEN : undefined);
     if (!adminToken) log.warn('no admin token set (--admin-token or TOLLGATE_ADMIN_TOKEN): the admin API uses a random one');
 

@@ -40,7 +40,7 @@ export async function countTranslated(
   const out = { path: call.path, headers, body: Buffer.from(JSON.stringify(call.body)) };
   let resp: Dispatcher.ResponseData;
   try {
-    await provider.authorize?.(backend, credential, out);
+    await provider.authorize?.(backend, credential, out, deps.settings.secretFromEnv);
     resp = await callUpstream({ backend, ...out, signal: ctx.signal, dispatcher: deps.upstreamAgent, scope: ctx.scope });
   } catch (err) {
     return { failed: { kind: (err as UpstreamError).kind ?? 'unavailable' } };

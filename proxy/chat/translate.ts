@@ -75,7 +75,7 @@ export async function translatedAttempt(
   const call = { path: codec.path?.(backend, t.stream) ?? provider.path(backend, codec.op), headers, body };
   let resp: Dispatcher.ResponseData;
   try {
-    await provider.authorize?.(backend, credential, call);
+    await provider.authorize?.(backend, credential, call, t.secretFromEnv);
   } catch (err) {
     ctx.log.warn('upstream auth failed', { requestId: ctx.requestId, provider: backend.provider, error: (err as Error).message });
     return { failed: { kind: 'unavailable' } };

@@ -8,7 +8,7 @@ import { conversePath } from './bedrock/index.js';
 import { converseRefusal, encodeConverseRequest } from './bedrock/request.js';
 import { converseError, ConverseStreamDecoder, decodeConverseResponse } from './bedrock/response.js';
 import { geminiPath } from './gemini/index.js';
-import { isClaude, vertexPath } from './vertex/index.js';
+import { isClaude, VERTEX_ANTHROPIC_VERSION, vertexPath } from './vertex/index.js';
 import { encodeGeminiRequest } from './gemini/request.js';
 import { withoutGeminiReasoning } from './gemini/signature.js';
 import { decodeGeminiResponse, GeminiStreamDecoder, geminiError } from './gemini/response.js';
@@ -63,8 +63,6 @@ const chatCodec = (openaiItself: boolean): UpstreamChatCodec => ({
   error: errorOf,
   refusal: chatRefusal,
 });
-
-export const VERTEX_ANTHROPIC_VERSION = 'vertex-2023-10-16';
 
 const BREAKPOINTS: ReadonlySet<string> = new Set(['cache_control']);
 

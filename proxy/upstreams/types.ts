@@ -23,9 +23,16 @@ export interface Provider {
   /**
    * Auth that needs the finished request or a round trip (SigV4 over the body, an OAuth token
    * from a service account key): called last, before a translated call goes out; it may complete
-   * call.path. Its errors never name the credential.
+   * call.path. Its errors never name the credential. `env` is the environment captured at start
+   * (settings.secretFromEnv), read by a backend without a credential for its cloud's default
+   * chain (AWS's, Google's Application Default Credentials).
    */
-  authorize?(backend: CompiledBackend, credential: string | undefined, call: { path: string; headers: Record<string, string>; body: Buffer }): Promise<void>;
+  authorize?(
+    backend: CompiledBackend,
+    credential: string | undefined,
+    call: { path: string; headers: Record<string, string>; body: Buffer },
+    env: (name: string) => string | undefined,
+  ): Promise<void>;
   /**
    * count_tokens in the provider's own wire (Gemini's countTokens), for a provider that does not
    * speak Anthropic's: the call for a request (undefined: this backend cannot count), and the

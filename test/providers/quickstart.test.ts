@@ -2,12 +2,16 @@ import { fileURLToPath } from 'node:url';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readSettings } from '../../kernel/settings.js';
 import { loadManifests } from '../../proxy/config/folder-source.js';
+import { quickstartCredentials } from '../../simulator/quickstart-credentials.js';
+import { tokenExchanges } from '../../simulator/gemini-vertex.js';
 import { startStack, type Stack } from '../support/stack.js';
 
 /**
  * The quickstart's provider models as shipped (the simulator's fixed address replaced by this
- * test's): each is in the default group and answers through all three client endpoints.
+ * test's), with the credentials `serve --quickstart` gives their SIM_* names: each is in the
+ * default group and answers through all three client endpoints; no route sends a header of its own.
  */
 const QUICKSTART = fileURLToPath(new URL('../../examples/quickstart/', import.meta.url));
 const KEY = 'sk-service-quickstart';
@@ -17,7 +21,15 @@ let stack: Stack;
 beforeAll(async () => {
   const { resources, errors } = await loadManifests(QUICKSTART);
   expect(errors).toEqual([]);
-  stack = await startStack((sim) => resources.map((r) => JSON.parse(JSON.stringify(r.object).replaceAll('http://127.0.0.1:8090', sim)) as object));
+  const settings = readSettings({});
+  stack = await startStack(
+    (sim) => {
+      const credentials = quickstartCredentials(sim);
+      Object.assign(settings, { secretFromEnv: (name: string) => credentials[name] });
+      return resources.map((r) => JSON.parse(JSON.stringify(r.object).replaceAll('http://127.0.0.1:8090', sim)) as object);
+    },
+    { settings },
+  );
 });
 afterAll(() => stack?.close());
 
@@ -33,5 +45,18 @@ describe('quickstart provider models', () => {
     expect(m.usage.output_tokens).toBeGreaterThan(0);
     const r = await openai.responses.create({ model, input: 'Hello' });
     expect(r.output_text.length).toBeGreaterThan(0);
+  });
+
+  it('credentials, not headers: every provider model names its credential, Vertex exchanges a service account key, Bedrock is SigV4-signed', async () => {
+    const { resources } = await loadManifests(QUICKSTART);
+    for (const r of resources) {
+      const o = r.object as { metadata: { name: string }; spec?: { backends?: Record<string, unknown>[] } };
+      for (const b of o.spec?.backends ?? []) expect(b.headers, o.metadata.name).toBeUndefined();
+      if (MODELS.includes(o.metadata.name)) expect(o.spec!.backends![0]!.credentials, o.metadata.name).toMatchObject({ env: expect.stringMatching(/^SIM_/) });
+    }
+    expect(tokenExchanges.get(stack.sim.context)).toBeGreaterThan(0);
+    const bedrock = stack.sim.recorder.all().filter((q) => q.path.startsWith('/model/'));
+    expect(bedrock.length).toBeGreaterThan(0);
+    for (const q of bedrock) expect(q.headers.authorization).toMatch(/^AWS4-HMAC-SHA256 Credential=AKIASIMULATOR/);
   });
 });

@@ -22,6 +22,8 @@ export interface ProviderStack {
   logs: string[];
   /** The usage record of a request id, once durable. */
   record(id: string): Promise<Record<string, unknown>>;
+  /** Replaces the environment the gateway captured at start (credentials and default chains read it). */
+  useEnv(env: Record<string, string>): void;
   /** The upstream request the simulator received for a request id. */
   upstream(id: string): { path: string; query: string; headers: Record<string, unknown>; body: Record<string, unknown> };
   close(): Promise<void>;
@@ -69,6 +71,7 @@ export async function providerStack(
     openai: new OpenAI({ baseURL: `${stack.gw.url}/v1`, apiKey: KEY, maxRetries: 0 }),
     anthropic: new Anthropic({ baseURL: stack.gw.url, apiKey: null, authToken: KEY, maxRetries: 0 }),
     record: (id) => usageOf(stack.gw.deps.store, id),
+    useEnv: (env) => Object.assign(settings, { secretFromEnv: readSettings(env).secretFromEnv }),
     upstream(id) {
       const rec = stack.sim.recorder.all().filter((r) => r.headers['x-request-id'] === id);
       expect(rec).toHaveLength(1);

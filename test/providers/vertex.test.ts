@@ -1,6 +1,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inputTokens } from '../../simulator/gemini-generate.js';
+import { countInputTokens } from '../../simulator/text.js';
 import { simServiceAccount, tokenExchanges } from '../../simulator/gemini-vertex.js';
 import { priceOf, providerStack, rid, route, withId, type ProviderStack } from './support.js';
 
@@ -76,13 +77,26 @@ describe('Gemini on Vertex', () => {
     expect(BigInt(rec.credits as string)).toBe(priceOf(rec));
   });
 
-  it('count_tokens: Gemini on Vertex counts at :countTokens with its token; Claude on Vertex is estimated', async () => {
+  it("count_tokens: Gemini on Vertex counts at :countTokens, Claude on Vertex at count-tokens:rawPredict, each with its token; the counts are the upstream's", async () => {
     const g = await p.anthropic.messages.countTokens({ model: 'vx-gemini', messages: [{ role: 'user', content: 'count me' }] }).withResponse();
     expect(g.response.headers.get('x-tollgate-token-count')).toBeNull();
     expect(p.stack.sim.recorder.last()!.path).toBe('/v1/projects/sim-project/locations/us-central1/publishers/google/models/gemini-2.5-pro:countTokens');
     expect(g.data.input_tokens).toBeGreaterThan(0);
-    const c = await p.anthropic.messages.countTokens({ model: 'vx-claude', messages: [{ role: 'user', content: 'count me' }] }).withResponse();
-    expect(c.response.headers.get('x-tollgate-token-count')).toBe('estimated');
+
+    const system = 'You count.';
+    const tools = [{ name: 'lookup', description: 'Looks a word up', input_schema: { type: 'object' as const, properties: { word: { type: 'string' } } } }];
+    const c = await p.anthropic.messages
+      .countTokens({ model: 'vx-claude', system, tools, messages: [{ role: 'user', content: 'count me, and the tool too' }] })
+      .withResponse();
+    expect(c.response.headers.get('x-tollgate-token-count')).toBeNull();
+    const up = p.stack.sim.recorder.last()!;
+    expect(up.path).toBe('/v1/projects/sim-project/locations/us-east5/publishers/anthropic/models/count-tokens:rawPredict');
+    expect(up.headers.authorization).toMatch(/^Bearer ya29\.sim-/);
+    const body = JSON.parse(up.body.toString()) as Record<string, unknown>;
+    expect(body).toMatchObject({ anthropic_version: 'vertex-2023-10-16', model: CLAUDE, system, tools: [{ name: 'lookup' }] });
+    expect(body).not.toHaveProperty('max_tokens');
+    // The simulator counts system, messages and tools as Anthropic's count_tokens does; the gateway answers its figure.
+    expect(c.data.input_tokens).toBe(countInputTokens(JSON.stringify([body.system ?? null, body.messages, body.tools ?? null])));
   });
 
   it('a key Google refuses: the call fails as unavailable (502), no key or token in the answer or the logs', async () => {

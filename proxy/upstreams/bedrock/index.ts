@@ -1,4 +1,5 @@
 import type { CompiledBackend, Operation, Provider } from '../types.js';
+import { chainKeys } from './chain.js';
 import { signedHeaders, type AwsKeys } from './sigv4.js';
 
 /**
@@ -8,8 +9,8 @@ import { signedHeaders, type AwsKeys } from './sigv4.js';
  *   ACCESS_KEY_ID:SECRET_ACCESS_KEY[:SESSION_TOKEN]      requests signed with SigV4
  *   {"accessKeyId": ..., "secretAccessKey": ..., "sessionToken": ...}   the same, as JSON
  *   a Bedrock API key                                    sent as Authorization: Bearer
- * and with none, the AWS SDK's default chain (environment, shared config, web identity, instance
- * role) gives the keys.
+ * and with none, AWS's default chain (bedrock/chain.ts: the environment captured at start, web
+ * identity, the shared config files, the container endpoint, the instance role) gives the keys.
  */
 type AwsAuth = { kind: 'keys'; keys: AwsKeys } | { kind: 'bearer'; token: string } | { kind: 'chain' };
 
@@ -46,19 +47,6 @@ export function regionOf(backend: CompiledBackend): string {
 export const conversePath = (backend: CompiledBackend, stream: boolean) =>
   `/model/${encodeURIComponent(backend.model)}/${stream ? 'converse-stream' : 'converse'}`;
 
-const chains = new Map<string, () => Promise<AwsKeys>>();
-/** The AWS SDK's default credential chain for a region, made once (it caches and refreshes what it finds). */
-async function chainKeys(region: string): Promise<AwsKeys> {
-  let provider = chains.get(region);
-  if (!provider) {
-    const { BedrockRuntimeClient } = await import('@aws-sdk/client-bedrock-runtime');
-    const client = new BedrockRuntimeClient({ region });
-    provider = () => client.config.credentials();
-    chains.set(region, provider);
-  }
-  return provider();
-}
-
 export const bedrock: Provider = {
   name: 'bedrock',
   speaks: new Set<Operation>(),
@@ -67,14 +55,14 @@ export const bedrock: Provider = {
     const auth = credential && !credential.includes(':') && !credential.trim().startsWith('{') ? credential.trim() : undefined;
     if (auth) out.authorization = `Bearer ${auth}`;
   },
-  async authorize(backend, credential, call) {
+  async authorize(backend, credential, call, env) {
     // ConverseStream answers in AWS's event stream, not SSE; the accept header is signed with the rest.
     call.headers.accept = call.path.endsWith('/converse-stream') ? 'application/vnd.amazon.eventstream' : 'application/json';
     const auth = awsAuthOf(credential);
-    // A Bedrock API key, or an Authorization the route's own headers set (the quickstart's simulator key), is used as it is.
+    // A Bedrock API key, or an Authorization the route's own headers set, is used as it is.
     if (auth.kind === 'bearer' || (auth.kind === 'chain' && call.headers.authorization)) return;
     const region = regionOf(backend);
-    const keys = auth.kind === 'keys' ? auth.keys : await chainKeys(region);
+    const keys = auth.kind === 'keys' ? auth.keys : await chainKeys(env, region);
     Object.assign(call.headers, await signedHeaders(new URL(backend.baseURL + call.path), call.headers, call.body, { region, service: 'bedrock', keys }));
   },
 };

@@ -7,7 +7,7 @@ import { veoDuration } from './veo.js';
 const backend = (baseURL: string, model = 'veo-3.1-generate-preview') => ({ provider: 'gemini', baseURL, model, timeoutMs: 1000 }) as CompiledBackend;
 
 describe('Google media endpoints', () => {
-  it('tell the Gemini API from Vertex AI by the baseURL and build the method path of each', () => {
+  it('tell the Gemini API from Vertex AI by the baseURL and build the method path of each', async () => {
     const ai = backend('https://generativelanguage.googleapis.com');
     const aiVersioned = backend('https://generativelanguage.googleapis.com/v1beta/');
     const vx = backend('https://us-central1-aiplatform.googleapis.com/v1/projects/p/locations/us-central1');
@@ -17,9 +17,9 @@ describe('Google media endpoints', () => {
     expect(modelPath(aiVersioned, 'predictLongRunning')).toBe('/models/veo-3.1-generate-preview:predictLongRunning');
     expect(modelPath(vx, 'fetchPredictOperation')).toBe('/publishers/google/models/veo-3.1-generate-preview:fetchPredictOperation');
     expect(modelPath(vxPublisher, 'generateContent')).toBe('/models/veo-3.1-generate-preview:generateContent');
-    expect(authOf({ backend: ai, credential: 'k' })).toEqual({ 'x-goog-api-key': 'k' });
-    expect(authOf({ backend: vx, credential: 't' })).toEqual({ authorization: 'Bearer t' });
-    expect(authOf({ backend: vx, credential: undefined })).toEqual({});
+    expect(await authOf({ backend: ai, credential: 'k' })).toEqual({ 'x-goog-api-key': 'k' });
+    expect(await authOf({ backend: vx, credential: 't' })).toEqual({ authorization: 'Bearer t' });
+    expect(await authOf({ backend: vx, credential: undefined })).toEqual({});
   });
 
   it('pick the nearest ratio Gemini takes and the longest Veo duration not above the asked one', () => {

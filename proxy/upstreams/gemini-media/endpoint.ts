@@ -1,7 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import type { CompiledBackend } from '../../../api/snapshot/index.js';
 import { targetOf } from '../http.js';
-import type { LocalMedia, ProviderContext } from '../task-provider.js';
+import { ProviderError, type LocalMedia, type ProviderContext } from '../task-provider.js';
+import { accessToken } from '../vertex/auth.js';
 import { statusError, type ProviderResponse } from '../task-http.js';
 
 /**
@@ -10,7 +11,9 @@ import { statusError, type ProviderResponse } from '../task-http.js';
  *   Gemini API  baseURL https://generativelanguage.googleapis.com (a version such as /v1beta is
  *               added when the baseURL names none); models/{model}:{method}; x-goog-api-key
  *   Vertex AI   baseURL https://{region}-aiplatform.googleapis.com/v1/projects/{project}/locations/{region};
- *               publishers/google/models/{model}:{method}; Authorization: Bearer <access token>
+ *               publishers/google/models/{model}:{method}; Authorization: Bearer <access token>,
+ *               the credential itself or, for a service account key (JSON), one exchanged from
+ *               it as Vertex chat does (vertex/auth.ts: cached until shortly before it expires)
  * Vertex is recognised by the /projects/{p}/locations/{l} path (or its host).
  */
 export type Dialect = 'gemini' | 'vertex';
@@ -33,9 +36,18 @@ export function versionPrefix(backend: CompiledBackend): string {
   return /\/v\d+(alpha|beta)?\d*$/.test(targetOf(backend).basePath) ? '' : '/v1beta';
 }
 
-export function authOf(ctx: Pick<ProviderContext, 'backend' | 'credential'>): Record<string, string> {
+export async function authOf(ctx: Pick<ProviderContext, 'backend' | 'credential'>): Promise<Record<string, string>> {
   if (!ctx.credential) return {};
-  return dialectOf(ctx.backend) === 'vertex' ? { authorization: `Bearer ${ctx.credential}` } : { 'x-goog-api-key': ctx.credential };
+  if (dialectOf(ctx.backend) !== 'vertex') return { 'x-goog-api-key': ctx.credential };
+  const c = ctx.credential.trim();
+  if (!c.startsWith('{')) return { authorization: `Bearer ${c}` };
+  try {
+    // A key given outright: the environment's default credentials are not asked.
+    return { authorization: `Bearer ${await accessToken(c, () => undefined)}` };
+  } catch (err) {
+    // Retried like an unreachable upstream: Google's token endpoint may be down; a bad key fails at the deadline.
+    throw new ProviderError(true, 'upstream_unavailable', (err as Error).message);
+  }
 }
 
 /** Google's error body: {error: {code, message, status}}. */

@@ -19,12 +19,13 @@ export const geminiImages: TaskProvider<ImageJob> = {
 
   async submit(job, ctx) {
     const body = Buffer.from(JSON.stringify(await requestOf(job, ctx)));
+    const auth = await authOf(ctx);
     const answers = await Promise.all(
       Array.from({ length: job.n }, () =>
         callProvider(ctx, {
           method: 'POST',
           path: modelPath(ctx.backend, 'generateContent'),
-          headers: { ...authOf(ctx), 'content-type': 'application/json' },
+          headers: { ...auth, 'content-type': 'application/json' },
           body,
           signal: ctx.signal,
         }),

@@ -29,7 +29,7 @@ export const veo: TaskProvider<VideoJob> = {
     const r = await callProvider(ctx, {
       method: 'POST',
       path: modelPath(ctx.backend, 'predictLongRunning'),
-      headers: { ...authOf(ctx), 'content-type': 'application/json' },
+      headers: { ...(await authOf(ctx)), 'content-type': 'application/json' },
       body: Buffer.from(JSON.stringify(await requestOf(job, ctx))),
       signal: ctx.signal,
     });
@@ -47,11 +47,11 @@ export const veo: TaskProvider<VideoJob> = {
         ? await callProvider(ctx, {
             method: 'POST',
             path: modelPath(ctx.backend, 'fetchPredictOperation'),
-            headers: { ...authOf(ctx), 'content-type': 'application/json' },
+            headers: { ...(await authOf(ctx)), 'content-type': 'application/json' },
             body: Buffer.from(JSON.stringify({ operationName: name })),
             signal: ctx.signal,
           })
-        : await callProvider(ctx, { method: 'GET', path: `${versionPrefix(ctx.backend)}/${name}`, headers: authOf(ctx), signal: ctx.signal });
+        : await callProvider(ctx, { method: 'GET', path: `${versionPrefix(ctx.backend)}/${name}`, headers: await authOf(ctx), signal: ctx.signal });
     if (r.status >= 400) throw googleError(r);
     return outcomeOf(r, name);
   },
@@ -158,7 +158,7 @@ async function openFollowing(ctx: ProviderContext, url: string): Promise<{ body:
         origin: u.origin,
         path: `${u.pathname}${u.search}`,
         method: 'GET',
-        headers: { 'user-agent': USER_AGENT, ...(u.origin === origin ? authOf(ctx) : {}) },
+        headers: { 'user-agent': USER_AGENT, ...(u.origin === origin ? await authOf(ctx) : {}) },
         signal: ctx.signal,
         headersTimeout: ctx.backend.timeoutMs,
         bodyTimeout: ctx.backend.timeoutMs,
