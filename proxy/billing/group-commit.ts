@@ -84,7 +84,10 @@ export class GroupCommit {
     if (this.journal) {
       if (!this.closing && this.queue.length < this.settings.maxBatch) linger = this.settings.journalFlushMs;
     } else if (this.inflight() > this.queue.length) linger = this.settings.commitLingerMs;
+    // Nobody else holds credits: nothing can join this commit, so it need not wait a turn.
+    const alone = linger === 0 && this.inflight() === 0;
     const w: Promise<void> = new Promise<void>((r) => {
+      if (alone) return r();
       if (linger === 0) return void setImmediate(r);
       const wake = () => {
         clearTimeout(t);
