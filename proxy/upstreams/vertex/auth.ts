@@ -1,5 +1,9 @@
 import { createHash } from 'node:crypto';
-import { GoogleAuth, JWT } from 'google-auth-library';
+import type { GoogleAuth, JWT } from 'google-auth-library';
+
+/** google-auth-library (about 10 MB of memory) loads on the first Vertex call, not at start. */
+let lib: Promise<typeof import('google-auth-library')> | undefined;
+const googleAuth = () => (lib ??= import('google-auth-library'));
 
 /**
  * Google access tokens for Vertex AI, by google-auth-library: a service account key (JSON)
@@ -36,11 +40,11 @@ const clients = new Map<string, JWT>();
 let adc: GoogleAuth | undefined;
 
 /** A cached client per key (by its hash: the map never holds a key twice, and its name is no secret). */
-function clientFor(sa: ServiceAccount, credential: string): JWT {
+function clientFor(sa: ServiceAccount, credential: string, g: typeof import('google-auth-library')): JWT {
   const id = createHash('sha256').update(credential).digest('hex');
   let c = clients.get(id);
   if (!c) {
-    c = new JWT({ email: sa.client_email, key: sa.private_key, ...(sa.private_key_id ? { keyId: sa.private_key_id } : {}), scopes: [SCOPE] });
+    c = new g.JWT({ email: sa.client_email, key: sa.private_key, ...(sa.private_key_id ? { keyId: sa.private_key_id } : {}), scopes: [SCOPE] });
     const tokenUri = sa.token_uri;
     if (tokenUri && tokenUri !== GOOGLE_TOKEN_URL) {
       c.transporter.interceptors.request.add({
@@ -59,8 +63,9 @@ function clientFor(sa: ServiceAccount, credential: string): JWT {
 export async function accessToken(credential: string | undefined): Promise<string> {
   let token: string | null | undefined;
   try {
-    if (credential) token = (await clientFor(serviceAccountOf(credential), credential).getAccessToken()).token;
-    else token = await (adc ??= new GoogleAuth({ scopes: [SCOPE] })).getAccessToken();
+    const g = await googleAuth();
+    if (credential) token = (await clientFor(serviceAccountOf(credential), credential, g).getAccessToken()).token;
+    else token = await (adc ??= new g.GoogleAuth({ scopes: [SCOPE] })).getAccessToken();
   } catch (err) {
     // The library's messages name the account at most, never the key; keep only the first line.
     throw new Error(`Google token exchange failed: ${String((err as Error).message).split('\n')[0]}`);
