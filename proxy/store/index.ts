@@ -1,8 +1,6 @@
 import { mkdir } from 'node:fs/promises';
 import { lockDataDir } from './lock.js';
 import { migrate } from './migrate.js';
-import { PgliteStore } from './pglite.js';
-import { PostgresStore } from './postgres.js';
 import type { Store, StoreOptions } from './types.js';
 
 export type { Queryable, QueryResult, Store, StoreOptions } from './types.js';
@@ -13,12 +11,16 @@ export { DataDirLockedError } from './lock.js';
 export async function openStore(opts: StoreOptions): Promise<Store> {
   let store: Store;
   if (opts.databaseUrl) {
+    // Each store's driver loads only when it is the one opened (node-postgres here, PGlite below).
+    const { PostgresStore } = await import('./postgres.js');
     if (opts.schema) {
       const admin = new PostgresStore(opts.databaseUrl, { poolSize: 1 });
       await admin.query(`CREATE SCHEMA IF NOT EXISTS "${opts.schema}"`).finally(() => admin.close());
     }
     store = new PostgresStore(opts.databaseUrl, { schema: opts.schema, poolSize: opts.poolSize });
   } else if (opts.dataDir) {
+    // PGlite: about 40 MB of memory once imported, and none of it needed beside PostgreSQL.
+    const { PgliteStore } = await import('./pglite.js');
     // The folder is ours alone before PGlite touches it (see lock.ts).
     await mkdir(opts.dataDir, { recursive: true });
     const lock = await lockDataDir(opts.dataDir);
@@ -29,6 +31,7 @@ export async function openStore(opts: StoreOptions): Promise<Store> {
       throw err;
     }
   } else {
+    const { PgliteStore } = await import('./pglite.js');
     store = new PgliteStore();
   }
   try {

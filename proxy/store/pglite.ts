@@ -1,5 +1,6 @@
 import { PGlite } from '@electric-sql/pglite';
 import type { DataDirLock } from './lock.js';
+import { openPglite } from './pglite-options.js';
 import type { Queryable, QueryResult, Store } from './types.js';
 
 /** Embedded PostgreSQL: one connection, so transactions run one at a time (PGlite queues them). */
@@ -14,7 +15,7 @@ export class PgliteStore implements Store {
     /** The data folder's lock (lock.ts), released when the store closes. */
     private readonly lock?: DataDirLock,
   ) {
-    this.db = image ? new PGlite({ loadDataDir: image }) : new PGlite(dataDir);
+    this.db = openPglite({ dataDir, image });
   }
 
   /** A tarball of the whole database, to start other instances from (tests). */

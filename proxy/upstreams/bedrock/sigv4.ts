@@ -1,5 +1,4 @@
 import { createHash, createHmac, type Hash, type Hmac } from 'node:crypto';
-import { SignatureV4 } from '@smithy/signature-v4';
 
 /**
  * AWS Signature Version 4 by the official signer (@smithy/signature-v4), with node:crypto as its
@@ -45,6 +44,8 @@ export async function signedHeaders(
   body: Buffer,
   o: { region: string; service: string; keys: AwsKeys; signingDate?: Date },
 ): Promise<Record<string, string>> {
+  // The signer (about 6 MB of memory) loads on the first signed call, not at start.
+  const { SignatureV4 } = await import('@smithy/signature-v4');
   const signer = new SignatureV4({ service: o.service, region: o.region, credentials: o.keys, sha256: NodeSha256 });
   const signed = await signer.sign(
     {

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { GoogleAuth, JWT } from 'google-auth-library';
+import type { GoogleAuth, JWT } from 'google-auth-library';
 import { request } from 'undici';
 
 /**
@@ -43,14 +43,18 @@ export function serviceAccountOf(credential: string): ServiceAccount {
   return o as unknown as ServiceAccount;
 }
 
+/** google-auth-library (about 10 MB of memory) loads on the first Vertex call, not at start. */
+let lib: Promise<typeof import('google-auth-library')> | undefined;
+const googleAuth = () => (lib ??= import('google-auth-library'));
+
 const clients = new Map<string, JWT>();
 
 /** A cached client per key (by its hash: the map never holds a key twice, and its name is no secret). */
-function clientFor(sa: ServiceAccount, credential: string): JWT {
+function clientFor(sa: ServiceAccount, credential: string, g: typeof import('google-auth-library')): JWT {
   const id = createHash('sha256').update(credential).digest('hex');
   let c = clients.get(id);
   if (!c) {
-    c = new JWT({ email: sa.client_email, key: sa.private_key, ...(sa.private_key_id ? { keyId: sa.private_key_id } : {}), scopes: [SCOPE] });
+    c = new g.JWT({ email: sa.client_email, key: sa.private_key, ...(sa.private_key_id ? { keyId: sa.private_key_id } : {}), scopes: [SCOPE] });
     const tokenUri = sa.token_uri;
     if (tokenUri && tokenUri !== GOOGLE_TOKEN_URL) {
       c.transporter.interceptors.request.add({
@@ -96,7 +100,7 @@ async function ambientOf(env: Env): Promise<Ambient> {
     }
     if (j.type === 'service_account') return { kind: 'key', credential: text, sa: serviceAccountOf(text) };
     const project = typeof j.quota_project_id === 'string' ? j.quota_project_id : undefined;
-    return { kind: 'file', auth: new GoogleAuth({ keyFilename: file, scopes: [SCOPE] }), ...(project ? { project } : {}) };
+    return { kind: 'file', auth: new (await googleAuth()).GoogleAuth({ keyFilename: file, scopes: [SCOPE] }), ...(project ? { project } : {}) };
   }
   return { kind: 'metadata', host: env('GCE_METADATA_HOST') ?? env('GCE_METADATA_IP') ?? '169.254.169.254' };
 }
@@ -146,10 +150,10 @@ async function metadataToken(host: string): Promise<string> {
 export async function accessToken(credential: string | undefined, env: Env): Promise<string> {
   let token: string | null | undefined;
   try {
-    if (credential) token = (await clientFor(serviceAccountOf(credential), credential).getAccessToken()).token;
+    if (credential) token = (await clientFor(serviceAccountOf(credential), credential, await googleAuth()).getAccessToken()).token;
     else {
       const a = await ambient(env);
-      if (a.kind === 'key') token = (await clientFor(a.sa, a.credential).getAccessToken()).token;
+      if (a.kind === 'key') token = (await clientFor(a.sa, a.credential, await googleAuth()).getAccessToken()).token;
       else if (a.kind === 'file') token = await a.auth.getAccessToken();
       else token = await metadataToken(a.host);
     }

@@ -1,0 +1,466 @@
+/**
+ * `npm run bench:memory`: the gateway's memory, each target a `tollgate serve` process of its own
+ * (the CLI as users run it, through tsx like `npm start`):
+ *
+ * - quickstart: `serve --quickstart` (PGlite on a data folder, the simulator in the process),
+ *   started on a fresh folder (PGlite runs initdb) and again on the folder it left (a restart);
+ *   RSS idle, and after BENCH_MEMORY_REQUESTS chat requests (default 100,000).
+ * - postgres: `serve --config DIR --database-url URL` (needs DATABASE_URL; a schema of its own,
+ *   dropped at the end) in front of the simulator in its own process: RSS idle, after the same
+ *   requests, and per idle SSE stream: BENCH_MEMORY_STREAMS (default 2,000) streaming requests
+ *   held open by the simulator's `[sim:slow=…]` (no byte of the answer yet), RSS before and while
+ *   they are open.
+ *
+ * RSS is the target process's VmRSS (/proc), read after a settle of BENCH_MEMORY_SETTLE_MS (default
+ * 3000); "+children" adds the processes it started (tsx's esbuild service). Every load ends with the
+ * books checked through the admin API (ledger verify, nothing held). `-- --json FILE` also writes
+ * the figures as JSON (`--from FILE` renders such a file instead of measuring); BENCH_MEMORY_BEFORE=FILE (such a file from an earlier commit) adds a
+ * "before" column. Rewrites the "## Memory" section of bench/RESULTS.md (with --no-write, only
+ * prints it).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { setMaxListeners } from 'node:events';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Pool } from 'undici';
+import { BENCH_KEY, BENCH_KEY_HASH, chatBody } from './chat/config.js';
+import { startChild } from './chat/process.js';
+import type { Store } from '../proxy/store/index.js';
+import { envNumber } from './env.js';
+import { measuredBy, writeSection } from './results.js';
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const SECTION = '## Memory';
+const requests = envNumber('BENCH_MEMORY_REQUESTS', 100_000);
+const streams = envNumber('BENCH_MEMORY_STREAMS', 2000);
+const connections = envNumber('BENCH_MEMORY_CONNECTIONS', 50);
+const settleMs = envNumber('BENCH_MEMORY_SETTLE_MS', 5000);
+const jsonOut = process.argv.includes('--json') ? process.argv[process.argv.indexOf('--json') + 1] : undefined;
+const noWrite = process.argv.includes('--no-write');
+const wanted = (process.env.BENCH_TARGETS ?? 'quickstart,postgres,built').split(',');
+const ADMIN_TOKEN = 'bench-memory-admin';
+
+/** Every figure in MiB (streams: KiB per stream); absent when not measured. */
+export interface Figures {
+  commit: string;
+  quickstartFirstIdle?: number;
+  quickstartFirstIdleTree?: number;
+  quickstartAfterLoad?: number;
+  quickstartAfterLoadTree?: number;
+  quickstartPeak?: number;
+  quickstartStartPeak?: number;
+  quickstartRestartIdle?: number;
+  quickstartRestartIdleTree?: number;
+  quickstartBooks?: string;
+  quickstartRps?: number;
+  postgresIdle?: number;
+  postgresIdleTree?: number;
+  postgresAfterLoad?: number;
+  postgresPeak?: number;
+  postgresBooks?: string;
+  postgresRps?: number;
+  streamsBase?: number;
+  streamsOpen?: number;
+  streamsKiB?: number;
+  streamsHeapKiB?: number;
+  builtIdle?: number;
+  builtStreamsKiB?: number;
+  builtStreamsHeapKiB?: number;
+  builtBooks?: string;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function status(pid: number, field: 'VmRSS' | 'VmHWM'): number {
+  try {
+    const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) / 1024 : NaN;
+  } catch {
+    return NaN;
+  }
+}
+
+/** The process and every process it started, RSS MiB. */
+function treeRss(pid: number): number {
+  const children = new Map<number, number[]>();
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const ppid = Number(readFileSync(`/proc/${d}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]);
+      children.set(ppid, [...(children.get(ppid) ?? []), Number(d)]);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  let total = 0;
+  const walk = (p: number) => {
+    total += status(p, 'VmRSS') || 0;
+    for (const c of children.get(p) ?? []) walk(c);
+  };
+  walk(pid);
+  return total;
+}
+
+interface Serve {
+  child: ChildProcess;
+  api: string;
+  admin: string;
+  stop(): Promise<void>;
+}
+
+/** `node bin/tollgate.js serve ARGS` in CWD; resolves when its log says it listens. */
+function serve(args: string[], cwd: string, built = false): Promise<Serve> {
+  return new Promise((resolve, reject) => {
+    // The sources through tsx (bin/tollgate.js in a checkout, as `npm start`), or the build (dist/, as the image runs it).
+    const main = built ? join(ROOT, 'dist/cli/main.js') : join(ROOT, 'bin/tollgate.js');
+    const child = spawn(process.execPath, [main, 'serve', '--port', '0', '--admin-port', '0', '--admin-token', ADMIN_TOKEN, ...args], {
+      cwd,
+      stdio: ['ignore', 'ignore', 'pipe'],
+      // The quickstart runs on PGlite only when no DATABASE_URL is in its environment.
+      env: Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'DATABASE_URL' && k !== 'REDIS_URL')),
+    });
+    let buf = '';
+    let done = false;
+    const onData = (d: Buffer) => {
+      buf += d.toString();
+      let nl;
+      while ((nl = buf.indexOf('\n')) !== -1) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        let rec: { msg?: string; api?: string; admin?: string; level?: string } = {};
+        try {
+          rec = JSON.parse(line) as typeof rec;
+        } catch {
+          process.stderr.write(`${line}\n`);
+        }
+        if (rec.level === 'error') process.stderr.write(`${line}\n`);
+        if (rec.msg === 'gateway listening' && !done) {
+          done = true;
+          const exited = new Promise<void>((r) => child.once('exit', () => r()));
+          resolve({
+            child,
+            api: rec.api!,
+            admin: rec.admin!,
+            stop: async () => {
+              child.kill('SIGTERM');
+              await Promise.race([exited, sleep(15_000).then(() => child.kill('SIGKILL'))]);
+            },
+          });
+        }
+      }
+    };
+    child.stderr!.on('data', onData);
+    child.once('exit', (code) => {
+      if (!done) reject(new Error(`serve ${args.join(' ')} exited with ${code}`));
+    });
+  });
+}
+
+async function settled(pid: number): Promise<{ rss: number; tree: number }> {
+  await sleep(settleMs);
+  return { rss: status(pid, 'VmRSS'), tree: treeRss(pid) };
+}
+
+/** `total` chat requests on `connections` keep-alive connections, every other one streamed. */
+async function load(url: string, key: string, model: string, total: number): Promise<{ rps: number; errors: number }> {
+  const pool = new Pool(url, { connections, pipelining: 1, keepAliveTimeout: 60_000 });
+  const bodies = [false, true].map((s) => Buffer.from(chatBody(model, s)));
+  let sent = 0;
+  let errors = 0;
+  const t0 = performance.now();
+  const worker = async () => {
+    while (sent < total) {
+      const body = bodies[sent++ % 2]!;
+      try {
+        const res = await pool.request({
+          method: 'POST',
+          path: '/v1/chat/completions',
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+          body,
+        });
+        await res.body.dump({ limit: Infinity });
+        if (res.statusCode !== 200) errors++;
+      } catch {
+        errors++;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: connections }, worker));
+  const rps = total / ((performance.now() - t0) / 1000);
+  await pool.close();
+  if (errors) process.stderr.write(`load: ${errors} of ${total} requests failed\n`);
+  return { rps, errors };
+}
+
+/** The books after a clean shutdown: nothing held, balance = grant - usage, the ledger invariant (verifyLedger). */
+async function books(store: Store, account: string, granted: bigint, answered: number): Promise<string> {
+  const { accountState, verifyLedger } = await import('../proxy/billing/ledger.js');
+  const a = await accountState(store, account);
+  const u = await store.query<{ s: unknown; n: unknown }>('SELECT COALESCE(SUM(credits), 0) AS s, COUNT(*) AS n FROM usage_records WHERE account = $1', [
+    account,
+  ]);
+  const violations = await verifyLedger(store);
+  const records = Number(u.rows[0]!.n);
+  const exact = a.balance === granted - BigInt(String(u.rows[0]!.s));
+  return `${records} usage records for ${answered} answers, held ${a.held}, balance = grant - usage: ${exact ? 'yes' : 'NO'}, invariant violations: ${violations.length}`;
+}
+
+async function quickstart(f: Figures): Promise<void> {
+  const cwd = mkdtempSync(join(tmpdir(), 'tollgate-memory-'));
+  try {
+    const args = ['--quickstart', '--simulator-port', '0'];
+    let s = await serve(args, cwd);
+    const pid = s.child.pid!;
+    const idle = await settled(pid);
+    f.quickstartFirstIdle = idle.rss;
+    f.quickstartFirstIdleTree = idle.tree;
+    f.quickstartStartPeak = status(pid, 'VmHWM');
+    log(`quickstart first start idle: ${idle.rss.toFixed(0)} MiB (+children ${idle.tree.toFixed(0)})`);
+    const l = await load(s.api, 'sk-service-quickstart', 'sim-gpt', requests);
+    f.quickstartRps = l.rps;
+    const after = await settled(pid);
+    f.quickstartAfterLoad = after.rss;
+    f.quickstartAfterLoadTree = after.tree;
+    f.quickstartPeak = status(pid, 'VmHWM');
+    log(`quickstart after ${requests} requests (${l.rps.toFixed(0)}/s): ${after.rss.toFixed(0)} MiB, peak ${f.quickstartPeak.toFixed(0)}`);
+    await s.stop();
+    const { openStore } = await import('../proxy/store/index.js');
+    const { MICRO } = await import('../api/snapshot/money.js');
+    const { QUICKSTART_GRANT_CREDITS } = await import('../proxy/front/features.js');
+    const store = await openStore({ dataDir: join(cwd, '.tollgate/pg') });
+    f.quickstartBooks = await books(store, 'demo', QUICKSTART_GRANT_CREDITS * MICRO, requests - l.errors).finally(() => store.close());
+    log(`quickstart books: ${f.quickstartBooks}`);
+    s = await serve(args, cwd);
+    const again = await settled(s.child.pid!);
+    f.quickstartRestartIdle = again.rss;
+    f.quickstartRestartIdleTree = again.tree;
+    log(`quickstart restart idle: ${again.rss.toFixed(0)} MiB (+children ${again.tree.toFixed(0)})`);
+    await s.stop();
+  } finally {
+    rmSync(cwd, { recursive: true, force: true });
+  }
+}
+
+/** `serve --config DIR --database-url URL` (the sources, or the build) beside the simulator: idle, idle streams, then the load. */
+async function postgres(f: Figures, databaseUrl: string, built: boolean): Promise<void> {
+  const { PostgresStore } = await import('../proxy/store/postgres.js');
+  const { credit } = await import('../proxy/billing/ledger.js');
+  const { MICRO } = await import('../api/snapshot/money.js');
+  const schema = `bench_memory_${process.pid}_${built ? 'built' : 'src'}`;
+  const GRANT = 1_000_000_000n * MICRO;
+  const admin = new PostgresStore(databaseUrl, { poolSize: 1 });
+  await admin.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
+  const url = new URL(databaseUrl);
+  url.searchParams.set('options', `-c search_path=${schema}`);
+  const sim = await startChild(['sim']);
+  const dir = mkdtempSync(join(tmpdir(), 'tollgate-memory-config-'));
+  let s: Serve | undefined;
+  try {
+    writeFileSync(
+      join(dir, 'bench.yaml'),
+      `apiVersion: tollgate.dev/v1alpha1
+kind: ModelRoute
+metadata: { name: sim-gpt }
+spec:
+  type: chat
+  backends: [{ provider: openai, baseURL: "${sim.url}/v1", model: gpt-sim, timeoutSeconds: 600 }]
+  pricing: { inputPerMillion: "0.50", outputPerMillion: "1.50" }
+---
+apiVersion: tollgate.dev/v1alpha1
+kind: Group
+metadata: { name: bench }
+spec: { models: [sim-gpt] }
+---
+apiVersion: tollgate.dev/v1alpha1
+kind: ApiKey
+metadata: { name: bench }
+spec: { group: bench, account: bench, keyHash: "${BENCH_KEY_HASH}" }
+`,
+    );
+    s = await serve(['--config', dir, '--database-url', url.href], dir, built);
+    const pid = s.child.pid!;
+    const store = new PostgresStore(databaseUrl, { schema, poolSize: 1 });
+    await store.tx((q) => credit(q, { account: 'bench', operationId: 'bench-memory-grant', amount: GRANT }));
+    await store.close();
+    const idle = await settled(pid);
+    const name = built ? 'postgres, built' : 'postgres';
+    log(`${name} idle: ${idle.rss.toFixed(0)} MiB (+children ${idle.tree.toFixed(0)})`);
+    if (built) f.builtIdle = idle.rss;
+    else {
+      f.postgresIdle = idle.rss;
+      f.postgresIdleTree = idle.tree;
+    }
+    // A few requests first, so that what every first request sets up is not counted per stream.
+    await load(s.api, BENCH_KEY, 'sim-gpt', 200);
+    const st = await idleStreams(s, pid);
+    log(
+      `${name}: ${streams} idle streams (${st.fds} more file descriptors in the gateway): ${st.base.toFixed(0)} -> ${st.open.toFixed(0)} MiB, ${st.kib.toFixed(1)} KiB RSS and ${st.heapKib.toFixed(1)} KiB JS heap per stream`,
+    );
+    if (built) {
+      f.builtStreamsKiB = st.kib;
+      f.builtStreamsHeapKiB = st.heapKib;
+    } else {
+      f.streamsBase = st.base;
+      f.streamsOpen = st.open;
+      f.streamsKiB = st.kib;
+      f.streamsHeapKiB = st.heapKib;
+    }
+    let answered = 200;
+    if (!built) {
+      const l = await load(s.api, BENCH_KEY, 'sim-gpt', requests);
+      answered += requests - l.errors;
+      f.postgresRps = l.rps;
+      const after = await settled(pid);
+      f.postgresAfterLoad = after.rss;
+      f.postgresPeak = status(pid, 'VmHWM');
+      log(`${name} after ${requests} requests (${l.rps.toFixed(0)}/s): ${after.rss.toFixed(0)} MiB`);
+    }
+    await s.stop();
+    const check = new PostgresStore(databaseUrl, { schema, poolSize: 1 });
+    const b = await books(check, 'bench', GRANT, answered).finally(() => check.close());
+    if (built) f.builtBooks = b;
+    else f.postgresBooks = b;
+    log(`${name} books (after the streams, aborted, and the load): ${b}`);
+  } finally {
+    await s?.stop();
+    sim.child.kill('SIGTERM');
+    rmSync(dir, { recursive: true, force: true });
+    await admin.query(`DROP SCHEMA "${schema}" CASCADE`).catch(() => {});
+    await admin.close();
+  }
+}
+
+/** Streams held open: each waits for its first byte from the simulator ([sim:slow=…]). */
+async function idleStreams(s: Serve, pid: number): Promise<{ base: number; open: number; fds: number; kib: number; heapKib: number }> {
+  const heap = async () => {
+    const r = await fetch(`${s.admin}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    const m = /^nodejs_heap_size_used_bytes (\S+)$/m.exec(await r.text());
+    return m ? Number(m[1]) / 1024 : NaN;
+  };
+  const base = await settled(pid);
+  const heapBase = await heap();
+  const pool = new Pool(s.api, { connections: streams, pipelining: 1 });
+  const body = JSON.parse(chatBody('sim-gpt', true)) as { messages: { content: string }[] };
+  body.messages.at(-1)!.content += ' [sim:slow=120000]';
+  const payload = Buffer.from(JSON.stringify(body));
+  const ac = new AbortController();
+  setMaxListeners(streams + 10, ac.signal);
+  let opened = 0;
+  const pending = Array.from({ length: streams }, () =>
+    pool
+      .request({
+        method: 'POST',
+        path: '/v1/chat/completions',
+        headers: { authorization: `Bearer ${BENCH_KEY}`, 'content-type': 'application/json' },
+        body: payload,
+        signal: ac.signal,
+      })
+      .then(
+        (r) => r.body.dump(),
+        () => {},
+      ),
+  );
+  // Every stream is open when the gateway holds a client socket and an upstream socket for each.
+  const sockets = () => readdirSync(`/proc/${pid}/fd`).length;
+  const fdBase = sockets();
+  // Wait until the gateway holds a client and an upstream socket for every stream (or the count has stood still for 10 s).
+  for (let i = 0, still = 0, last = -1; i < 240 && opened < 2 * streams - 10 && still < 10; i++) {
+    await sleep(1000);
+    opened = sockets() - fdBase;
+    still = opened === last ? still + 1 : 0;
+    last = opened;
+  }
+  const open = await settled(pid);
+  const heapOpen = await heap();
+  ac.abort();
+  await Promise.all(pending);
+  await pool.close();
+  await sleep(1000);
+  // Per stream open: its two sockets each hold a file descriptor.
+  const held = Math.max(1, Math.min(streams, opened / 2));
+  return { base: base.rss, open: open.rss, fds: opened, kib: ((open.rss - base.rss) * 1024) / held, heapKib: (heapOpen - heapBase) / held };
+}
+
+function log(line: string): void {
+  process.stderr.write(`${line}\n`);
+}
+
+const fx = (v: number | undefined, d = 0) => (v === undefined || !Number.isFinite(v) ? '—' : v.toFixed(d));
+
+function render(f: Figures, before: Figures | undefined): string {
+  const row = (what: string, goal: string, key: keyof Figures, d = 0) =>
+    `| ${what} | ${goal} | ${before ? `${fx(before[key] as number | undefined, d)} | ` : ''}${fx(f[key] as number | undefined, d)} |`;
+  const head = before
+    ? `| figure | goal | before (${before.commit}) | after (${f.commit}) |\n|---|---|---:|---:|`
+    : `| figure | goal | ${f.commit} |\n|---|---|---:|`;
+  return [
+    SECTION,
+    '',
+    `${measuredBy(`npm run bench:memory`)}, ${process.platform}; load average ${loadavg()[0]!.toFixed(1)} at the end.`,
+    `Each target is a \`tollgate serve\` process of its own, run through tsx as \`npm start\` runs it. RSS is the target's own VmRSS after ${settleMs / 1000} s idle; "with children" adds the processes it started (tsx's esbuild service). Load: ${requests.toLocaleString('en')} chat requests (every other one streamed) on ${connections} keep-alive connections. Idle streams: ${streams.toLocaleString('en')} streaming requests held open by the simulator's \`[sim:slow=120000]\` (headers not yet sent: the gateway holds the client's and the upstream's socket and the request), RSS and JS heap while they are open minus before.`,
+    '',
+    head,
+    row('quickstart, first start (initdb), idle MiB', '≤ 250', 'quickstartFirstIdle'),
+    row('quickstart, first start, idle, with children MiB', '', 'quickstartFirstIdleTree'),
+    row('quickstart, first start, peak while starting (VmHWM) MiB', '', 'quickstartStartPeak'),
+    row(`quickstart, after ${requests.toLocaleString('en')} requests MiB`, '≤ 250', 'quickstartAfterLoad'),
+    row('quickstart, peak by the end of the load (VmHWM) MiB', '', 'quickstartPeak'),
+    row('quickstart, restart on its data folder, idle MiB', '≤ 250', 'quickstartRestartIdle'),
+    row('quickstart, requests/s during the load', '', 'quickstartRps'),
+    row('PostgreSQL gateway, idle MiB', '≤ 120', 'postgresIdle'),
+    row('PostgreSQL gateway, idle, with children MiB', '', 'postgresIdleTree'),
+    row(`PostgreSQL gateway, after ${requests.toLocaleString('en')} requests MiB`, '', 'postgresAfterLoad'),
+    row('PostgreSQL gateway, requests/s during the load', '', 'postgresRps'),
+    row('per idle stream, RSS KiB', '≤ 20', 'streamsKiB', 1),
+    row('per idle stream, JS heap KiB', '', 'streamsHeapKiB', 1),
+    row('PostgreSQL gateway built (dist/, as the image runs it), idle MiB', '≤ 120', 'builtIdle'),
+    row('built, per idle stream, RSS KiB', '≤ 20', 'builtStreamsKiB', 1),
+    row('built, per idle stream, JS heap KiB', '', 'builtStreamsHeapKiB', 1),
+    '',
+    `Books after each target's clean shutdown: quickstart: ${f.quickstartBooks ?? '—'}; PostgreSQL: ${f.postgresBooks ?? '—'}; built: ${f.builtBooks ?? '—'}.`,
+    '',
+    readFileSync(fileURLToPath(new URL('./memory/NOTES.md', import.meta.url)), 'utf8').trimEnd(),
+  ].join('\n');
+}
+
+async function main(): Promise<void> {
+  const { execSync } = await import('node:child_process');
+  let commit = process.env.BENCH_MEMORY_COMMIT ?? '';
+  if (!commit) {
+    try {
+      commit = execSync('git rev-parse --short HEAD', { cwd: ROOT, stdio: ['ignore', 'pipe', 'ignore'] })
+        .toString()
+        .trim();
+    } catch {
+      commit = 'this tree';
+    }
+  }
+  // --from FILE: render figures measured earlier (several runs' JSON merged) instead of measuring.
+  const from = process.argv.includes('--from') ? process.argv[process.argv.indexOf('--from') + 1] : undefined;
+  const f: Figures = from ? (JSON.parse(readFileSync(from, 'utf8')) as Figures) : { commit };
+  if (from) wanted.length = 0;
+  if (wanted.includes('quickstart')) await quickstart(f);
+  if (wanted.includes('postgres')) {
+    if (process.env.DATABASE_URL) await postgres(f, process.env.DATABASE_URL, false);
+    else log('postgres: skipped (no DATABASE_URL)');
+  }
+  if (wanted.includes('built')) {
+    if (process.env.DATABASE_URL) {
+      log('npm run build (dist/)');
+      execSync(`${JSON.stringify(process.execPath)} scripts/build.js`, { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+      await postgres(f, process.env.DATABASE_URL, true);
+    } else log('built: skipped (no DATABASE_URL)');
+  }
+  if (jsonOut) writeFileSync(jsonOut, `${JSON.stringify(f, null, 2)}\n`);
+  const before = process.env.BENCH_MEMORY_BEFORE ? (JSON.parse(readFileSync(process.env.BENCH_MEMORY_BEFORE, 'utf8')) as Figures) : undefined;
+  const section = render(f, before);
+  if (noWrite) process.stdout.write(`${section}\n`);
+  else writeSection(SECTION, section);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`${(err as Error).stack ?? String(err)}\n`);
+  process.exit(1);
+});
