@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { GatewayConfig } from '../../api/snapshot/index.js';
-import { Redis } from 'ioredis';
 import { MemoryCounter, RateLimiter, RedisCounter } from '../auth/rate-limit.js';
 import type { Billing } from '../billing/index.js';
 import { RuntimeConfig } from '../config/runtime.js';
@@ -12,7 +11,6 @@ import { DEFAULT_BODY_LIMIT, DEFAULT_BODY_TIMEOUT_MS } from '../http/body.js';
 import type { Feature, GatewayDeps, GatewayOptions } from '../http/deps.js';
 import { createHandler } from './pipeline.js';
 import { Telemetry } from '../metrics/telemetry.js';
-import { Tracing } from '../metrics/tracing.js';
 import { backendStates, observedBilling, startLedgerCheck } from './observe.js';
 import { sendError } from './render.js';
 import { GatewayError } from '../../kernel/errors.js';
@@ -99,12 +97,13 @@ export async function startGateway(opts: StartOptions): Promise<Gateway> {
     ...opts.options,
   };
   const limiter = new RateLimiter(
-    opts.redisUrl ? new RedisCounter(new Redis(opts.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 2 })) : new MemoryCounter(),
+    // ioredis and the tracing SDK load only when they are configured (memory of a gateway without them).
+    opts.redisUrl ? new RedisCounter(new (await import('ioredis')).Redis(opts.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 2 })) : new MemoryCounter(),
   );
   const cooldowns = new Cooldowns();
   const obs = settings.observability;
   const tracing = obs.otlpTracesEndpoint
-    ? new Tracing({ endpoint: obs.otlpTracesEndpoint, serviceName: obs.serviceName, batchDelayMs: obs.traceBatchMs })
+    ? new (await import('../metrics/tracing.js')).Tracing({ endpoint: obs.otlpTracesEndpoint, serviceName: obs.serviceName, batchDelayMs: obs.traceBatchMs })
     : undefined;
   const telemetry = new Telemetry(
     metrics.registry,

@@ -1,5 +1,6 @@
 import type { GenAiMetrics } from './genai.js';
-import type { Traced, Tracing } from './tracing.js';
+import type { Traced } from './spans.js';
+import type { Tracing } from './tracing.js';
 
 /** The usage and settlement of a chat request, as billing settled it (structurally billing's ChatSettlement). */
 export interface SettledChat {

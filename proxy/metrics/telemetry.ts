@@ -12,7 +12,8 @@ import {
   type GenAiMetrics,
   type StatusClass,
 } from './genai.js';
-import { endSpan, SpanKind, type Tracing } from './tracing.js';
+import { endSpan, SpanKind } from './spans.js';
+import type { Tracing } from './tracing.js';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { RequestScope, SettledChat } from './scope.js';
 

@@ -1,4 +1,4 @@
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
+import { ROOT_CONTEXT, SpanKind, trace, type Attributes } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
@@ -13,11 +13,7 @@ export interface TracingOptions {
   batchDelayMs?: number;
 }
 
-/** A span and the context its children start from. */
-export interface Traced {
-  span: Span;
-  ctx: Context;
-}
+import type { Traced } from './spans.js';
 
 const propagator = new W3CTraceContextPropagator();
 const getter = {
@@ -66,10 +62,3 @@ export class Tracing {
     return this.provider.shutdown();
   }
 }
-
-export function endSpan(span: Span, error?: string): void {
-  if (error) span.setStatus({ code: SpanStatusCode.ERROR, message: error });
-  span.end();
-}
-
-export { SpanKind };
