@@ -1,4 +1,5 @@
 import { PGlite } from '@electric-sql/pglite';
+import { Snapshotter } from './durable.js';
 import type { DataDirLock } from './lock.js';
 import type { Queryable, QueryResult, Store } from './types.js';
 
@@ -6,6 +7,10 @@ import type { Queryable, QueryResult, Store } from './types.js';
 export class PgliteStore implements Store {
   readonly kind = 'pglite' as const;
   readonly db: PGlite;
+  /** Durable copies of the data folder (durable.ts), when kept. */
+  private snapshots: Snapshotter | undefined;
+  /** Present while durable copies are kept: resolves once what was committed before the call is in one. */
+  durable?: (urgent?: boolean) => Promise<void>;
 
   /** dataDir: a folder (durable) or undefined (in memory); image: a dumpDataDir() to start from. */
   constructor(
@@ -17,17 +22,35 @@ export class PgliteStore implements Store {
     this.db = image ? new PGlite({ loadDataDir: image }) : new PGlite(dataDir);
   }
 
+  /**
+   * Keeps durable copies of the data folder `dir` every intervalMs while it is written (PGlite
+   * never syncs its own files). Resolves once the first copy is durable when `now`.
+   */
+  async keepDurable(dir: string, intervalMs: number, now: boolean, onError: (err: Error) => void): Promise<void> {
+    const s = new Snapshotter(dir, {
+      intervalMs,
+      // After close() the folder is quiescent: no query can run, none needs holding back.
+      exclusive: (fn) => (this.db.closed ? Promise.resolve().then(fn) : this.db.runExclusive(async () => fn())),
+      onError,
+    });
+    this.snapshots = s;
+    this.durable = (urgent) => s.durable(urgent);
+    if (now) await s.durable(true);
+  }
+
   /** A tarball of the whole database, to start other instances from (tests). */
   async image(): Promise<Blob | File> {
     return this.db.dumpDataDir('none');
   }
 
   async query<R>(sql: string, params?: unknown[]): Promise<QueryResult<R>> {
+    this.snapshots?.touched();
     const r = await this.db.query<R>(sql, params as unknown[]);
     return { rows: r.rows, rowCount: r.affectedRows ?? r.rows.length };
   }
 
   async tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
+    this.snapshots?.touched();
     return this.db.transaction(async (t) =>
       fn({
         query: async <R>(sql: string, params?: unknown[]) => {
@@ -41,6 +64,8 @@ export class PgliteStore implements Store {
   async close(): Promise<void> {
     try {
       await this.db.close();
+      // The folder as the clean shutdown left it, durable: a machine crash after this loses nothing.
+      await this.snapshots?.stop(true);
     } finally {
       await this.lock?.release();
     }
