@@ -8,6 +8,8 @@ import {
   readFileSync,
   renameSync,
   rmSync,
+  statSync,
+  utimesSync,
   writeFileSync,
   type BigIntStats,
 } from 'node:fs';
@@ -64,14 +66,21 @@ export function latestSnapshot(live: string): string | undefined {
 
 export type LiveDirState = 'new' | 'live' | 'restored';
 
+/** What the last durable copy holds, as the live folder's files were when it was made (so the next copy links what did not change). */
+export interface CopyState {
+  dir: string;
+  files: Map<string, FileState>;
+  atNs: bigint;
+}
+
 /**
  * Decides what the store opens: the live folder (new, or written in this boot) or, after a
  * machine crash, the last durable copy restored in its place. `force` restores even in this boot
- * (the live folder did not open).
+ * (the live folder did not open). `last` describes the last copy, when known.
  */
-export function prepareLiveDir(live: string, force = false): LiveDirState {
+export function prepareLiveDir(live: string, force = false): { state: LiveDirState; last?: CopyState } {
   const snap = latestSnapshot(live);
-  if (snap === undefined) return existsSync(live) ? 'live' : 'new';
+  if (snap === undefined) return { state: existsSync(live) ? 'live' : 'new' };
   const boot = bootId();
   let marked: string | undefined;
   try {
@@ -80,14 +89,15 @@ export function prepareLiveDir(live: string, force = false): LiveDirState {
     marked = undefined;
   }
   // Without a boot id (not Linux) nothing says the machine crashed: the live folder is used.
-  if (!force && existsSync(live) && (boot === undefined || marked === boot)) return 'live';
+  if (!force && existsSync(live) && (boot === undefined || marked === boot)) return { state: 'live', last: readManifest(snap) };
   // From here until the marker is written again, a crash leads back here.
   rmSync(markerOf(live), { force: true });
   rmSync(asidePath(live), { recursive: true, force: true });
   if (existsSync(live)) renameSync(live, asidePath(live));
-  copyTree(snap, `${live}.restoring`);
+  const files = new Map<string, FileState>();
+  copyTree(snap, `${live}.restoring`, '', files);
   renameSync(`${live}.restoring`, live);
-  return 'restored';
+  return { state: 'restored', last: { dir: snap, files, atNs: BigInt(Date.now()) * 1_000_000n } };
 }
 
 /** The live folder opened in this boot: a process crash from here on leaves it usable. */
@@ -96,15 +106,40 @@ export function markLiveDir(live: string): void {
   if (boot !== undefined) writeFileSync(markerOf(live), boot);
 }
 
-function copyTree(from: string, to: string): void {
+const MANIFEST = 'MANIFEST.json';
+
+/**
+ * Copies a durable copy back (never links: the store writes its files in place, and the copy
+ * must not change). Each file keeps the copy's mtime, so the next durable copy can tell the
+ * files the store has not written since (`files`: their state now) and link them instead.
+ */
+function copyTree(from: string, to: string, rel: string, files: Map<string, FileState>): void {
   rmSync(to, { recursive: true, force: true });
   mkdirSync(to, { recursive: true });
   for (const e of readdirSync(from, { withFileTypes: true })) {
+    if (rel === '' && e.name === MANIFEST) continue;
     const a = join(from, e.name);
     const b = join(to, e.name);
-    // Copies, never links: the store writes its files in place, and the durable copy must not change.
-    if (e.isDirectory()) copyTree(a, b);
-    else if (e.isFile()) copyFileSync(a, b);
+    const r = rel ? join(rel, e.name) : e.name;
+    if (e.isDirectory()) copyTree(a, b, r, files);
+    else if (e.isFile()) {
+      copyFileSync(a, b);
+      const src = statSync(a);
+      utimesSync(b, src.atime, src.mtime);
+      files.set(r, fileState(lstatSync(b, { bigint: true })));
+    }
+  }
+}
+
+const fileState = (st: BigIntStats): FileState => ({ size: st.size, mtimeNs: st.mtimeNs, ino: st.ino });
+
+function readManifest(dir: string): CopyState | undefined {
+  try {
+    const m = JSON.parse(readFileSync(join(dir, MANIFEST), 'utf8')) as { atNs: string; files: [string, string, string, string][] };
+    const files = new Map(m.files.map(([r, size, mtimeNs, ino]) => [r, { size: BigInt(size), mtimeNs: BigInt(mtimeNs), ino: BigInt(ino) }]));
+    return { dir, files, atNs: BigInt(m.atNs) };
+  } catch {
+    return undefined;
   }
 }
 
@@ -120,6 +155,8 @@ const RACY_NS = 2_000_000_000n;
 export interface SnapshotterOptions {
   /** How often a copy is made while the store is being written (ms). */
   intervalMs: number;
+  /** The last copy, when known (else the first copy copies every file). */
+  last?: CopyState;
   /** Runs fn while no query runs. */
   exclusive<T>(fn: () => T | Promise<T>): Promise<T>;
   onError?(err: Error): void;
@@ -135,7 +172,7 @@ export class Snapshotter {
   private readonly root: string;
   private seq: number;
   /** The files of the last durable copy as they were in the live folder when copied. */
-  private last: { dir: string; files: Map<string, FileState>; atNs: bigint } | undefined;
+  private last: CopyState | undefined;
   private waiters: { resolve(): void; reject(err: Error): void }[] = [];
   private running: Promise<void> | undefined;
   private again = false;
@@ -153,6 +190,7 @@ export class Snapshotter {
     for (const n of readdirSync(this.root)) if (!/^\d+$/.test(n)) rmSync(join(this.root, n), { recursive: true, force: true });
     const latest = latestSnapshot(live);
     this.seq = latest ? Number(basename(latest)) : 0;
+    this.last = opts.last?.dir === latest ? opts.last : undefined;
     this.timer = setInterval(() => {
       if (this.dirty || this.waiters.length) this.kick();
     }, opts.intervalMs);
@@ -234,8 +272,7 @@ export class Snapshotter {
             continue;
           }
           if (!e.isFile()) continue;
-          const st = lstatSync(join(this.live, r), { bigint: true }) as BigIntStats;
-          const s: FileState = { size: st.size, mtimeNs: st.mtimeNs, ino: st.ino };
+          const s = fileState(lstatSync(join(this.live, r), { bigint: true }));
           files.set(r, s);
           const p = prev?.files.get(r);
           const same = p && prev && p.size === s.size && p.mtimeNs === s.mtimeNs && p.ino === s.ino && p.mtimeNs < prev.atNs - RACY_NS;
@@ -252,17 +289,33 @@ export class Snapshotter {
         }
       };
       walk('');
+      const manifest = join(tmp, MANIFEST);
+      writeFileSync(manifest, JSON.stringify({ atNs: String(atNs), files: [...files].map(([r, f]) => [r, String(f.size), String(f.mtimeNs), String(f.ino)]) }));
+      written.push(manifest);
       return { files, atNs };
     });
     // With queries running again: the copy reaches stable storage, then takes its place.
-    for (const f of written) await syncPath(f);
-    for (const d of dirs.reverse()) await syncPath(d);
+    // Two at a time: the disk gets a queue, and the billing journal's writes still find a free thread.
+    await inPairs(written, syncPath);
+    // Deepest first; an empty folder has no entries to lose.
+    await inPairs(
+      dirs.reverse().filter((d) => readdirSync(d).length > 0),
+      syncPath,
+    );
     renameSync(tmp, dst);
     await syncPath(this.root);
     await syncPath(dirname(this.root));
     this.last = { dir: dst, files, atNs };
     for (const n of readdirSync(this.root)) if (n !== name) rmSync(join(this.root, n), { recursive: true, force: true });
   }
+}
+
+async function inPairs(items: string[], fn: (item: string) => Promise<void>): Promise<void> {
+  let i = 0;
+  const lane = async () => {
+    while (i < items.length) await fn(items[i++]!);
+  };
+  await Promise.all([lane(), lane()]);
 }
 
 async function syncPath(path: string): Promise<void> {

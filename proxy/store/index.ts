@@ -46,14 +46,14 @@ async function openDataDir(dir: string, opts: StoreOptions): Promise<Store> {
   await mkdir(dir, { recursive: true });
   const lock = await lockDataDir(dir);
   try {
-    let state = interval > 0 ? prepareLiveDir(dir) : 'live';
+    let { state, last } = interval > 0 ? prepareLiveDir(dir) : { state: 'live' as const, last: undefined };
     let store: PgliteStore;
     try {
       store = await openPglite(dir, lock);
     } catch (err) {
       if (state !== 'live' || interval === 0 || latestSnapshot(dir) === undefined) throw err;
       opts.log?.error('the data folder does not open; restoring its last durable copy', { dir, error: (err as Error).message });
-      state = prepareLiveDir(dir, true);
+      ({ state, last } = prepareLiveDir(dir, true));
       store = await openPglite(dir, lock);
     }
     if (state === 'restored') opts.log?.info('data folder restored from its last durable copy (the machine crashed since it was written)', { dir });
@@ -61,7 +61,7 @@ async function openDataDir(dir: string, opts: StoreOptions): Promise<Store> {
       markLiveDir(dir);
       // A folder without a durable copy gets one before anything else is written.
       await store
-        .keepDurable(dir, interval, latestSnapshot(dir) === undefined, (err) =>
+        .keepDurable(dir, interval, latestSnapshot(dir) === undefined, last, (err) =>
           opts.log?.error('durable copy of the data folder failed', { dir, error: err.message }),
         )
         .catch(async (err: Error) => {

@@ -1,5 +1,5 @@
 import { PGlite } from '@electric-sql/pglite';
-import { Snapshotter } from './durable.js';
+import { Snapshotter, type CopyState } from './durable.js';
 import type { DataDirLock } from './lock.js';
 import type { Queryable, QueryResult, Store } from './types.js';
 
@@ -26,9 +26,10 @@ export class PgliteStore implements Store {
    * Keeps durable copies of the data folder `dir` every intervalMs while it is written (PGlite
    * never syncs its own files). Resolves once the first copy is durable when `now`.
    */
-  async keepDurable(dir: string, intervalMs: number, now: boolean, onError: (err: Error) => void): Promise<void> {
+  async keepDurable(dir: string, intervalMs: number, now: boolean, last: CopyState | undefined, onError: (err: Error) => void): Promise<void> {
     const s = new Snapshotter(dir, {
       intervalMs,
+      last,
       // After close() the folder is quiescent: no query can run, none needs holding back.
       exclusive: (fn) => (this.db.closed ? Promise.resolve().then(fn) : this.db.runExclusive(async () => fn())),
       onError,
