@@ -185,5 +185,5 @@ describe('serve --data (PGlite) after machine crashes', () => {
     } finally {
       await store.close();
     }
-  }, 420_000);
+  }, 600_000);
 });
