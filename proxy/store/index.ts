@@ -59,15 +59,15 @@ async function openDataDir(dir: string, opts: StoreOptions): Promise<Store> {
     if (state === 'restored') opts.log?.info('data folder restored from its last durable copy (the machine crashed since it was written)', { dir });
     if (interval > 0) {
       markLiveDir(dir);
-      // A folder without a durable copy gets one before anything else is written.
-      await store
-        .keepDurable(dir, interval, latestSnapshot(dir) === undefined, last, (err) =>
+      // A folder without a durable copy gets one at once.
+      try {
+        store.keepDurable(dir, interval, latestSnapshot(dir) === undefined, last, (err) =>
           opts.log?.error('durable copy of the data folder failed', { dir, error: err.message }),
-        )
-        .catch(async (err: Error) => {
-          await store.close().catch(() => {});
-          throw err;
-        });
+        );
+      } catch (err) {
+        await store.close().catch(() => {});
+        throw err;
+      }
     }
     return store;
   } catch (err) {

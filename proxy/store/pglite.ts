@@ -24,9 +24,10 @@ export class PgliteStore implements Store {
 
   /**
    * Keeps durable copies of the data folder `dir` every intervalMs while it is written (PGlite
-   * never syncs its own files). Resolves once the first copy is durable when `now`.
+   * never syncs its own files). `now`: the first copy starts at once (a folder that has none),
+   * without holding up the start (a thousand fsyncs on a busy disk take seconds).
    */
-  async keepDurable(dir: string, intervalMs: number, now: boolean, last: CopyState | undefined, onError: (err: Error) => void): Promise<void> {
+  keepDurable(dir: string, intervalMs: number, now: boolean, last: CopyState | undefined, onError: (err: Error) => void): void {
     const s = new Snapshotter(dir, {
       intervalMs,
       last,
@@ -36,7 +37,7 @@ export class PgliteStore implements Store {
     });
     this.snapshots = s;
     this.durable = (urgent) => s.durable(urgent);
-    if (now) await s.durable(true);
+    if (now) s.durable(true).catch(() => {});
   }
 
   /** A tarball of the whole database, to start other instances from (tests). */
