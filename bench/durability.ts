@@ -156,7 +156,7 @@ async function main(): Promise<void> {
     const fewer = v === VARIANTS[0] ? '—' : `${((1 - rps / median(base.map((x) => x.fifty.rps))) * 100).toFixed(0)}%`;
     const errors = rs.reduce((a, x) => a + x.one.errors + x.fifty.errors, 0);
     rows.push(
-      `| ${v.name} | ${p50.toFixed(2)} / ${p99.toFixed(2)} | ${added} | ${rps.toFixed(0)} | ${fewer} | ${median(rs.map((x) => x.fifty.p50)).toFixed(2)} / ${median(rs.map((x) => x.fifty.p99)).toFixed(2)} | ${median(rs.map((x) => x.cpuUsPerReq)).toFixed(0)} | ${median(rs.map((x) => x.copies))} | ${errors} |`,
+      `| ${v.name} | ${p50.toFixed(2)} / ${p99.toFixed(2)} | ${added} | ${rps.toFixed(0)} | ${fewer} | ${median(rs.map((x) => x.fifty.p50)).toFixed(2)} / ${median(rs.map((x) => x.fifty.p99)).toFixed(2)} | ${median(rs.map((x) => x.cpuUsPerReq)).toFixed(0)} | ${median(rs.map((x) => x.copies))} | ${errors} | ${rs.map((x) => x.one.p50.toFixed(2)).join(', ')}; ${rs.map((x) => x.fifty.rps.toFixed(0)).join(', ')} |`,
     );
   }
   const copy = await copyCost();
@@ -165,11 +165,11 @@ async function main(): Promise<void> {
 ${measuredBy('npx tsx bench/durability.ts')}. Load average ${load} when the run started (other work shared the two cores).
 The quickstart as a user runs it (\`tollgate serve --quickstart --data DIR\`: PGlite on a folder, billing journal on), started afresh for each of ${ROUNDS} rounds per variant (the variants take turns); each round measures 1 connection, then 50 connections, ${DURATION / 1000} s each after ${WARMUP / 1000} s of warm-up (undici Pool, keep-alive, closed loop). Request: POST /v1/chat/completions to sim-gpt, JSON, about 2 KB. Medians of the rounds.
 
-| variant | 1 conn p50 / p99 ms | added p50 at 1 conn | 50 conns req/s | fewer req/s | 50 conns p50 / p99 ms | gateway CPU µs/req (50 conns) | durable copies made | errors |
-|---|---:|---:|---:|---:|---:|---:|---:|---:|
+| variant | 1 conn p50 / p99 ms | added p50 at 1 conn | 50 conns req/s | fewer req/s | 50 conns p50 / p99 ms | gateway CPU µs/req (50 conns) | durable copies made | errors | rounds: 1 conn p50 ms; 50 conns req/s |
+|---|---:|---:|---:|---:|---:|---:|---:|---:|---|
 ${rows.join('\n')}
 
-A durable copy (proxy/store/durable.ts) holds PGlite's queries for the time it takes to list the folder and copy the files that changed since the last copy (in the kernel, copy_file_range; unchanged files are hard-linked), then fsyncs the copy with queries running. Measured alone (in this process, a ${copy.folderMiB} MiB PGlite folder written between copies, median of 7 copies): a copy takes ${copy.copyMs.toFixed(0)} ms from start to durable; a \`SELECT 1\` loop running meanwhile waited at most ${copy.stallMs.toFixed(1)} ms once (the hold), ${copy.typicalMs.toFixed(2)} ms typically. No request waits for a copy: a charge is durable in the billing journal before the answer's last bytes either way; the copy bounds what the journal must keep and what a machine crash can take back to 5 s of other writes.
+A durable copy (proxy/store/durable.ts) holds PGlite's queries for the time it takes to list the folder and copy the files that changed since the last copy (in the kernel, copy_file_range; unchanged files are hard-linked), then fsyncs the copy with queries running. Measured alone (in this process, a ${copy.folderMiB} MiB PGlite folder written between copies, median of 7 copies): a copy takes ${copy.copyMs.toFixed(0)} ms from start to durable; a \`SELECT 1\` loop running meanwhile waited at most ${copy.stallMs.toFixed(1)} ms once (the hold), ${copy.typicalMs.toFixed(2)} ms typically. The hold is mostly the copy of what changed under it: the WAL segment being written (16 MiB) and the tables written since the last copy; copying only the WAL's new bytes would shorten it. No request waits for a copy: a charge is durable in the billing journal before the answer's last bytes either way; the copy bounds what the journal must keep and what a machine crash can take back to 5 s of other writes.
 `;
   writeSection('## Standalone durability', section);
 }
