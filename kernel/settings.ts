@@ -98,6 +98,18 @@ const EnvSchema = z.object({
   TOLLGATE_BILLING_COMMIT_LINGER_MS: millis('TOLLGATE_BILLING_COMMIT_LINGER_MS'),
   TOLLGATE_BILLING_JOURNAL_DIR: text,
   TOLLGATE_BILLING_JOURNAL_FLUSH_MS: millis('TOLLGATE_BILLING_JOURNAL_FLUSH_MS'),
+  TOLLGATE_DATA_SNAPSHOT_SECONDS: z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      if (present(v) === undefined) return undefined;
+      const n = Number(v);
+      if (!Number.isFinite(n) || n < 0) {
+        ctx.addIssue({ code: 'custom', message: `TOLLGATE_DATA_SNAPSHOT_SECONDS must be a number of seconds (0: never), got "${v}"` });
+        return z.NEVER;
+      }
+      return n * 1000;
+    }),
 
   TOLLGATE_TASK_LEASE_SECONDS: seconds('TOLLGATE_TASK_LEASE_SECONDS'),
   TOLLGATE_TASK_POLL_SECONDS: seconds('TOLLGATE_TASK_POLL_SECONDS'),
@@ -155,6 +167,8 @@ function fromEnv(e: z.infer<typeof EnvSchema>, env: Env) {
       journalDir: e.TOLLGATE_BILLING_JOURNAL_DIR,
       journalFlushMs: e.TOLLGATE_BILLING_JOURNAL_FLUSH_MS,
     }),
+    /** PGlite on a data folder: how often a durable copy of it is made while it is written (proxy/store/durable.ts). */
+    dataSnapshotMs: e.TOLLGATE_DATA_SNAPSHOT_SECONDS,
     tasks: defined({
       leaseMs: e.TOLLGATE_TASK_LEASE_SECONDS,
       pollIntervalMs: e.TOLLGATE_TASK_POLL_SECONDS,

@@ -8,6 +8,7 @@ import type { Command } from '../command.js';
 import { standaloneKeys } from '../key-folders.js';
 import { readSettingsOrExit } from '../settings.js';
 import type { Settings } from '../../kernel/settings.js';
+import type { Store } from '../../proxy/store/index.js';
 import { untilSignal } from '../signals.js';
 
 export const QUICKSTART_ADMIN_TOKEN = 'quickstart-admin';
@@ -107,13 +108,26 @@ export const command: Command = {
     const adminToken = values['admin-token'] ?? settings.adminToken ?? (quickstart ? QUICKSTART_ADMIN_TOKEN : undefined);
     if (!adminToken) log.warn('no admin token set (--admin-token or TOLLGATE_ADMIN_TOKEN): the admin API uses a random one');
 
+    // PGlite on a data folder is opened here: durable copies of it are kept (proxy/store/durable.ts),
+    // and after a machine crash the last one is restored before anything starts.
+    let store: Store | undefined;
+    if (dataDir && !databaseUrl) {
+      const { openStore } = await import('../../proxy/store/index.js');
+      try {
+        store = await openStore({ dataDir: `${dataDir}/pg`, snapshotIntervalMs: settings.dataSnapshotMs, log: log.child({ component: 'store' }) });
+      } catch (err) {
+        log.error('gateway failed to start', { error: (err as Error).message });
+        await simulator?.close();
+        throw err;
+      }
+    }
+
     let gateway;
     try {
       gateway = await startGateway({
         source,
-        databaseUrl,
+        ...(store ? { store } : { databaseUrl }),
         redisUrl,
-        dataDir: dataDir ? `${dataDir}/pg` : undefined,
         host: values.host,
         port,
         adminPort,
@@ -133,6 +147,7 @@ export const command: Command = {
     } catch (err) {
       // Nothing is left running: the ports, the data folder and the simulator are released.
       log.error('gateway failed to start', { error: (err as Error).message });
+      await store?.close().catch(() => {});
       await simulator?.close();
       throw err;
     }
@@ -141,6 +156,7 @@ export const command: Command = {
     const signal = await untilSignal();
     log.info('shutting down', { signal });
     await gateway.close();
+    await store?.close();
     await simulator?.close();
     return 0;
   },

@@ -71,7 +71,7 @@ export class BillingEngine implements Billing {
     every(Math.max(50, Math.min(settings.leaseMs / 3, settings.idleMs / 2)), () => this.tick(), 'lease upkeep');
     every(settings.sweepIntervalMs, () => this.sweep(), 'sweeper');
     // Opened here, synchronously, so a directory another live process holds stops the start.
-    this.journal = settings.journalDir ? new BillingJournal(settings.journalDir) : undefined;
+    this.journal = settings.journalDir ? new BillingJournal(settings.journalDir, undefined, store.durable) : undefined;
     this.commits = new GroupCommit(store, log, settings, this.journal, this.metrics, () => this.inflight);
     if (this.journal) {
       const j = this.journal;

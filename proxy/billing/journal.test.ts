@@ -4,6 +4,7 @@ import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { CommitRecord } from './commit.js';
+import { openStore } from '../store/index.js';
 import { BillingJournal, LOCK_STALE_MS, parseSegment } from './journal.js';
 
 const record = (o: string, c = '10'): CommitRecord => ({
@@ -141,6 +142,30 @@ describe('billing journal', () => {
     expect(Date.now() - statSync(lock).mtimeMs).toBeLessThan(LOCK_STALE_MS);
     await j.close();
   });
+
+  it('on a store whose commits are durable only in its copies (PGlite on a folder), keeps a stored segment until a copy has it', async () => {
+    const dir = fresh();
+    // No periodic copy during the test: only the ones asked for.
+    const store = await openStore({ dataDir: join(dir, 'pg'), snapshotIntervalMs: 600_000 });
+    try {
+      const j = new BillingJournal(join(dir, 'journal'), 300, store.durable);
+      const segs = await Promise.all([j.append(rec('a')), j.append(rec('b'))]);
+      const third = await j.append(rec('c'));
+      j.committed(segs[0]!, 2);
+      await new Promise((r) => setTimeout(r, 50));
+      // In the store, not yet on stable storage: a machine crash would take the store back without it.
+      expect(segments(join(dir, 'journal'))).toHaveLength(2);
+      await store.durable!(true);
+      await new Promise((r) => setImmediate(r));
+      expect(segments(join(dir, 'journal'))).toEqual([third.name]);
+      j.committed(third, 1);
+      // Closing asks for a copy, so a clean shutdown leaves nothing to replay.
+      await j.close();
+      expect(readdirSync(join(dir, 'journal'))).toEqual([]);
+    } finally {
+      await store.close();
+    }
+  }, 120_000);
 
   it('refuses appends after close', async () => {
     const j = new BillingJournal(fresh());

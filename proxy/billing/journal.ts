@@ -1,6 +1,7 @@
 import {
   closeSync,
   constants,
+  existsSync,
   fsyncSync,
   mkdirSync,
   openSync,
@@ -13,7 +14,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { hostname } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
 /**
  * The billing journal: an append-only local file where a settled request's charge becomes
@@ -24,8 +25,11 @@ import { join } from 'node:path';
  * replaying a segment is idempotent: a request whose usage record exists is not charged again.
  *
  * One directory per replica (a LOCK file names the process). Segments roll at maxSegmentBytes
- * and are deleted once every line in them is in the store; segments left by a process that
- * died are replayed by the next one that opens the directory.
+ * and are deleted once every line in them is in the store, durably: a store that reaches stable
+ * storage only in checkpoints (PGlite on a folder, see store/durable.ts) tells when (`durable`),
+ * and until then its segments stay, since a machine crash would take the store back to its last
+ * checkpoint. Segments left by a process that died are replayed by the next one that opens the
+ * directory.
  */
 
 /** A segment file; the engine reports back how many of its lines the store has taken. */
@@ -37,9 +41,15 @@ interface Segment extends JournalSegment {
   fd: number;
   bytes: number;
   appended: number;
+  /** Lines the store has committed. */
   committed: number;
+  /** Lines the store has on stable storage (= committed, unless the store syncs only in checkpoints). */
+  durable: number;
   sealed: boolean;
 }
+
+/** The store's durable() (store/types.ts): absent when a commit is durable by itself. */
+export type StoreDurable = (urgent?: boolean) => Promise<void>;
 
 interface Waiter {
   line: string;
@@ -63,8 +73,14 @@ export class BillingJournal {
   constructor(
     readonly dir: string,
     private readonly maxSegmentBytes = 8 << 20,
+    /** The store's durable(), when its commits are durable only once it says so. */
+    private readonly storeDurable?: StoreDurable,
   ) {
-    mkdirSync(dir, { recursive: true });
+    if (!existsSync(dir)) {
+      mkdirSync(dir, { recursive: true });
+      // The directory's own entry must survive a power loss, or its segments go with it.
+      syncDir(dirname(dir));
+    }
     takeLock(dir);
     this.leftover = readdirSync(dir)
       .filter((f) => f.endsWith(SUFFIX))
@@ -92,7 +108,20 @@ export class BillingJournal {
   committed(seg: JournalSegment, n: number): void {
     const s = seg as Segment;
     s.committed += n;
-    this.dropIfDone(s);
+    if (!this.storeDurable) {
+      s.durable = s.committed;
+      this.dropIfDone(s);
+      return;
+    }
+    const upto = s.committed;
+    this.storeDurable().then(
+      () => {
+        s.durable = Math.max(s.durable, upto);
+        this.dropIfDone(s);
+      },
+      // Not durable yet (a failed copy, or closing): the segment stays, and is replayed if need be.
+      () => {},
+    );
   }
 
   /** Replays segments a previous process left: each is handed over in batches, then deleted. */
@@ -103,8 +132,10 @@ export class BillingJournal {
       const records = parseSegment(readFileSync(path, 'utf8'));
       for (let i = 0; i < records.length; i += batch) await commit(records.slice(i, i + batch));
       n += records.length;
-      unlinkSync(path);
     }
+    // Deleted only once the store has them on stable storage.
+    if (this.leftover.length && this.storeDurable) await this.storeDurable(true);
+    for (const name of this.leftover) unlinkSync(join(this.dir, name));
     return n;
   }
 
@@ -113,8 +144,10 @@ export class BillingJournal {
     this.closed = true;
     while (this.syncing || this.pending.length) await new Promise((r) => setTimeout(r, 1));
     const c = this.current;
+    if (c) c.sealed = true;
+    // What the store took is made durable now, so that its segments can go.
+    if (this.storeDurable) await this.storeDurable(true).catch(() => {});
     if (c) {
-      c.sealed = true;
       this.dropIfDone(c);
       if (c.fd >= 0) closeSync(c.fd);
     }
@@ -126,13 +159,8 @@ export class BillingJournal {
     // O_DSYNC: each write returns once its data is on disk, so a flush is one thread-pool job, not a write and an fdatasync.
     const fd = openSync(join(this.dir, name), constants.O_WRONLY | constants.O_CREAT | constants.O_APPEND | constants.O_DSYNC);
     // The new file's directory entry must be durable too, or a power loss could lose the whole file.
-    const dirFd = openSync(this.dir, 'r');
-    try {
-      fsyncSync(dirFd);
-    } finally {
-      closeSync(dirFd);
-    }
-    return { name, fd, bytes: 0, appended: 0, committed: 0, sealed: false };
+    syncDir(this.dir);
+    return { name, fd, bytes: 0, appended: 0, committed: 0, durable: 0, sealed: false };
   }
 
   /**
@@ -176,7 +204,7 @@ export class BillingJournal {
   }
 
   private dropIfDone(s: Segment): void {
-    if (!s.sealed || s.committed !== s.appended || s.fd < 0) return;
+    if (!s.sealed || s.durable !== s.appended || s.fd < 0) return;
     closeSync(s.fd);
     s.fd = -1;
     try {
@@ -185,6 +213,15 @@ export class BillingJournal {
       // Already gone (someone cleaned the directory): nothing left to delete.
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
     }
+  }
+}
+
+function syncDir(dir: string): void {
+  const fd = openSync(dir, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
   }
 }
 

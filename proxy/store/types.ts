@@ -1,3 +1,5 @@
+import type { Logger } from '../../kernel/log.js';
+
 export interface QueryResult<R> {
   rows: R[];
   rowCount: number;
@@ -13,6 +15,13 @@ export interface Store extends Queryable {
   /** Runs fn in one transaction; commits when it resolves, rolls back when it throws. */
   tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T>;
   close(): Promise<void>;
+  /**
+   * Present when a commit does not reach stable storage by itself (PGlite on a folder keeps
+   * durable copies instead, see durable.ts): resolves once everything committed before the call
+   * survives a machine crash; urgent: without waiting for the next periodic copy. Absent: a
+   * resolved commit is durable (PostgreSQL).
+   */
+  durable?: (urgent?: boolean) => Promise<void>;
 }
 
 export interface StoreOptions {
@@ -24,4 +33,8 @@ export interface StoreOptions {
   schema?: string;
   /** pg pool size (default 10). */
   poolSize?: number;
+  /** PGlite on a folder: how often a durable copy of it is made while it is written (ms; default 5000; 0: never). */
+  snapshotIntervalMs?: number;
+  /** Told about start-up recovery and failed copies. */
+  log?: Logger;
 }
