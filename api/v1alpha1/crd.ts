@@ -76,7 +76,7 @@ function crdFor(kind: Kind) {
   const props = json.properties as Record<string, Schema>;
   const openAPIV3Schema = {
     type: 'object',
-    description: `${kind} (${GROUP}/${VERSION}); see docs/kubernetes.md.`,
+    description: `${kind} (${GROUP}/${VERSION}); see the README, section Kubernetes.`,
     properties: {
       apiVersion: { type: 'string' },
       kind: { type: 'string' },
