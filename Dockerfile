@@ -5,10 +5,15 @@
 # filesystem. test/operator/package-layout.test.ts builds and runs this same layout without a
 # container engine.
 #
-# The base: Node 24 LTS. Pin it by digest where the image is built (no registry is reachable
-# from the machines this repository is developed on, so the digest is not written here):
-#   docker build --build-arg NODE_IMAGE=node:24-bookworm-slim@sha256:<digest> -t tollgate:0.1.0 .
-ARG NODE_IMAGE=node:24-bookworm-slim
+# The base: Node 24 LTS, the exact version the test suite also runs on (npm run test:node24,
+# test/support/node24.ts; a test keeps the two equal). NOT PINNED BY DIGEST YET: no container
+# registry is reachable from the machines this repository is developed and tested on, so the
+# digest cannot be read or checked here, and one copied from elsewhere could name another
+# build or a single platform. Where a registry is reachable, read the multi-platform index
+# digest and build with it (README, Kubernetes > Installing > The image):
+#   docker buildx imagetools inspect node:24.21.0-bookworm-slim --format '{{json .Manifest.Digest}}'
+#   docker build --build-arg NODE_IMAGE=node:24.21.0-bookworm-slim@sha256:<digest> -t tollgate:0.1.0 .
+ARG NODE_IMAGE=node:24.21.0-bookworm-slim
 
 FROM ${NODE_IMAGE} AS build
 WORKDIR /src

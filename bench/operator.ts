@@ -81,7 +81,7 @@ async function propagation(debounceMs: number): Promise<{ p50: number; p99: numb
     apiVersion: 'tollgate.dev/v1alpha1',
     kind: 'ModelRoute',
     metadata: { name: 'm' },
-    spec: { type: 'chat', backends: [{ provider: 'openai', baseURL: 'http://127.0.0.1:1/v1' }], pricing: { inputPerMillion: '1' } },
+    spec: { type: 'chat', backends: [{ provider: 'openai', baseURL: 'http://127.0.0.1:1/v1' }], pricing: { inputPerMillion: '1', outputPerMillion: '1' } },
   });
   await cr('groups', { apiVersion: 'tollgate.dev/v1alpha1', kind: 'Group', metadata: { name: 'g' }, spec: { models: ['m'] } });
   const op = new Operator({
@@ -135,7 +135,7 @@ function snapshotCost(keys: number) {
         apiVersion: 'tollgate.dev/v1alpha1',
         kind: 'ModelRoute',
         metadata: { name: 'm' },
-        spec: { type: 'chat', backends: [{ provider: 'openai', baseURL: 'http://127.0.0.1:1/v1' }], pricing: { inputPerMillion: '1' } },
+        spec: { type: 'chat', backends: [{ provider: 'openai', baseURL: 'http://127.0.0.1:1/v1' }], pricing: { inputPerMillion: '1', outputPerMillion: '1' } },
       },
     },
     { object: { apiVersion: 'tollgate.dev/v1alpha1', kind: 'Group', metadata: { name: 'g' }, spec: { models: ['m'] } } },

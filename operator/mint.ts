@@ -3,6 +3,12 @@ import type { V1Secret } from '@kubernetes/client-node';
 import { API_VERSION, KEY_PREFIX } from '../api/v1alpha1/index.js';
 import type { KubeObject } from './status.js';
 
+/**
+ * The label on every minted-key Secret (value: its ApiKey's name). The operator's one Secret
+ * informer by selector selects on it; other Secrets it reads are watched by name.
+ */
+export const MINTED_LABEL = 'tollgate.dev/apikey';
+
 /** The data key of a minted-key Secret. */
 export const SECRET_DATA_KEY = 'apiKey';
 
@@ -33,7 +39,7 @@ export function mintedSecret(apiKey: KubeObject, namespace: string, key: string)
     metadata: {
       name: mintedSecretName(name),
       namespace,
-      labels: { 'app.kubernetes.io/managed-by': 'tollgate-operator', 'tollgate.dev/apikey': name },
+      labels: { 'app.kubernetes.io/managed-by': 'tollgate-operator', [MINTED_LABEL]: name },
       ownerReferences: [{ apiVersion: API_VERSION, kind: 'ApiKey', name, uid: apiKey.metadata.uid!, controller: true, blockOwnerDeletion: true }],
     },
     type: 'Opaque',

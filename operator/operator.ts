@@ -5,8 +5,9 @@ import {
   CoreV1Api,
   CustomObjectsApi,
   KubeConfig,
+  ListWatch,
   PatchStrategy,
-  makeInformer,
+  Watch,
   setHeaderOptions,
   type Informer,
   type KubernetesObject,
@@ -17,7 +18,7 @@ import { compile, type CompileResult, type GatewayConfig, type RawResource } fro
 import { API_VERSION, GROUP, KIND_INFO, KINDS, VERSION, type Kind } from '../api/v1alpha1/index.js';
 import { DiscoveryServer } from './discovery-server.js';
 import { eventBody, readyEventOf } from './events.js';
-import { mintApiKey, mintedSecret, mintedSecretName, ownedBy, SECRET_DATA_KEY } from './mint.js';
+import { MINTED_LABEL, mintApiKey, mintedSecret, mintedSecretName, ownedBy, SECRET_DATA_KEY } from './mint.js';
 import { LeaderElector, codeOf, errText } from './leader.js';
 import { createLogger, type Logger } from '../kernel/log.js';
 import { OperatorMetrics, serveMetrics } from './metrics.js';
@@ -46,11 +47,16 @@ type Cache = Informer<KubernetesObject> & ObjectCache<KubernetesObject> & { late
 
 const COMPILE = 'compile';
 
-/** The Secrets the operator caches: all but Helm's release records. */
-export const SECRET_SELECTOR = 'owner!=helm';
+/** The informer of the minted-key Secrets (label selector MINTED_LABEL). */
+const MINTED = 'Secret(minted)';
+/** The informer of one referenced Secret, watched by name. */
+const secretWatchName = (namespace: string, name: string) => `Secret/${namespace}/${name}`;
+
+type ListFn = () => Promise<{ items: KubernetesObject[]; metadata?: { resourceVersion?: string } }>;
 
 /**
- * The controller: informers on ModelRoute, Group, ApiKey and Secret feed a keyed work queue;
+ * The controller: informers on ModelRoute, Group, ApiKey and the Secrets it needs feed a keyed
+ * work queue;
  * one compile pass (pure) turns the cache into a GatewayConfig served over gRPC, and per-resource
  * items write Ready conditions (only when changed) and mint keys. Only the lease holder writes;
  * every replica compiles and serves snapshots.
@@ -61,6 +67,15 @@ export class Operator {
   private readonly core: CoreV1Api;
   private readonly caches = new Map<string, Cache>();
   private readonly synced = new Set<string>();
+  /** Informers that have listed once or failed to: a referenced Secret's watch that cannot list does not hold up every snapshot. */
+  private readonly settled = new Set<string>();
+  /** The Secrets watched by name: "ns/name" -> informer name. */
+  private readonly secretWatches = new Map<string, { namespace: string; name: string }>();
+  /**
+   * ApiKey ref -> its `<apikey>-key` Secret, found to exist without the minted label (a foreign
+   * Secret, or one minted before Secrets carried it): watched by name while the ApiKey needs it.
+   */
+  private readonly unlabelled = new Map<string, { key: { namespace: string | undefined; name: string }; namespace: string; name: string }>();
   private readonly restartTimers = new Map<string, NodeJS.Timeout>();
   private readonly queue: WorkQueue;
   private readonly discovery: DiscoveryServer;
@@ -155,20 +170,18 @@ export class Operator {
       const list = () =>
         (ns
           ? this.custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural })
-          : this.custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural })) as Promise<{
-          items: KubernetesObject[];
-          metadata?: { resourceVersion?: string };
-        }>;
+          : this.custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural })) as ReturnType<ListFn>;
       this.watch(kind, path, list);
     }
-    // Helm keeps every release revision in a Secret labelled owner=helm (the whole rendered chart,
-    // gzipped): never needed here, and the largest Secrets of a namespace, so left out of the cache.
-    const labelSelector = SECRET_SELECTOR;
+    // Secrets: never the namespace's whole set (Helm's release records, other apps' credentials).
+    // The minted-key Secrets carry MINTED_LABEL, so one informer selects them by label; every
+    // Secret a ModelRoute references is watched by name (watchReferencedSecrets).
+    const labelSelector = MINTED_LABEL;
     this.watch(
-      'Secret',
+      MINTED,
       ns ? `/api/v1/namespaces/${ns}/secrets` : '/api/v1/secrets',
       () => (ns ? this.core.listNamespacedSecret({ namespace: ns, labelSelector }) : this.core.listSecretForAllNamespaces({ labelSelector })),
-      labelSelector,
+      { labelSelector },
     );
     this.leader.start();
     this.log.info('operator started', { grpcPort, metricsPort, namespace: ns ?? '(all)', identity: this.id });
@@ -197,21 +210,18 @@ export class Operator {
 
   // ---------- informers ----------
 
-  private watch(
-    name: string,
-    path: string,
-    list: () => Promise<{ items: KubernetesObject[]; metadata?: { resourceVersion?: string } }>,
-    labelSelector?: string,
-  ) {
-    const informer = makeInformer(this.opts.kubeConfig, path, list as never, labelSelector) as Cache;
+  private watch(name: string, path: string, list: ListFn, selectors: { labelSelector?: string; fieldSelector?: string } = {}) {
+    const informer = new ListWatch(path, new Watch(this.opts.kubeConfig), list, false, selectors.labelSelector, selectors.fieldSelector) as Cache;
     this.caches.set(name, informer);
+    // A watch retired by stopSecretWatch must not restart.
+    const live = () => !this.stopped && this.caches.get(name) === informer;
     const changed = () => this.queue.add(COMPILE);
     informer.on('add', changed);
     informer.on('update', changed);
     informer.on('delete', changed);
     let failures = 0;
     const begin = () => {
-      if (this.stopped) return;
+      if (!live()) return;
       informer
         .start()
         .then(() => {
@@ -219,6 +229,7 @@ export class Operator {
             failures = 0;
             if (!this.synced.has(name)) {
               this.synced.add(name);
+              this.settled.add(name);
               this.log.info('informer synced', { resource: name, objects: informer.list().length });
               this.queue.add(COMPILE, 0);
             }
@@ -227,14 +238,73 @@ export class Operator {
         .catch((err: unknown) => this.log.warn('informer start failed', { resource: name, error: errText(err) }));
     };
     informer.on('error', (err: unknown) => {
-      if (this.stopped) return;
+      if (!live()) return;
       failures++;
+      if (!this.settled.has(name)) {
+        this.settled.add(name);
+        this.queue.add(COMPILE, 0);
+      }
       const wait = Math.min(5000, 100 * 2 ** Math.min(failures, 6));
       this.log.warn('watch failed; restarting', { resource: name, retryInMs: wait, error: errText(err) });
       clearTimeout(this.restartTimers.get(name));
       this.restartTimers.set(name, setTimeout(begin, wait));
     });
     begin();
+    return informer;
+  }
+
+  /**
+   * Keeps one watch per Secret that a ModelRoute references (list and watch with the field
+   * selector metadata.name=NAME, as the kubelet watches the Secrets of its pods), plus the
+   * unlabelled `<apikey>-key` Secrets that minting ran into; stops the watches no longer needed.
+   * True when every needed Secret has been listed (or failed to), so a compile sees them all.
+   */
+  private watchReferencedSecrets(): boolean {
+    const want = new Map<string, { namespace: string; name: string }>();
+    const need = (namespace: string, name: string) => want.set(`${namespace}/${name}`, { namespace, name });
+    const home = (o: KubeObject) => o.metadata.namespace ?? this.opts.namespace ?? 'default';
+    for (const o of this.objects('ModelRoute')) {
+      const backends: unknown[] = Array.isArray(o.spec?.backends) ? (o.spec.backends as unknown[]) : [];
+      for (const b of backends) {
+        const name = (b as { credentials?: { secretRef?: { name?: unknown } } } | null)?.credentials?.secretRef?.name;
+        if (typeof name === 'string' && name) need(home(o), name);
+      }
+    }
+    for (const [ref, secret] of this.unlabelled) {
+      const key = this.find('ApiKey', secret.key.namespace, secret.key.name);
+      if (!key || key.spec?.keyHash) this.unlabelled.delete(ref);
+      else need(secret.namespace, secret.name);
+    }
+    for (const [k, ref] of want) if (!this.secretWatches.has(k)) this.watchSecret(k, ref.namespace, ref.name);
+    for (const k of [...this.secretWatches.keys()]) if (!want.has(k)) void this.stopSecretWatch(k);
+    return [...want.values()].every((ref) => this.settled.has(secretWatchName(ref.namespace, ref.name)));
+  }
+
+  private watchSecret(key: string, namespace: string, name: string) {
+    this.secretWatches.set(key, { namespace, name });
+    const fieldSelector = `metadata.name=${name}`;
+    this.watch(
+      secretWatchName(namespace, name),
+      `/api/v1/namespaces/${namespace}/secrets`,
+      () => this.core.listNamespacedSecret({ namespace, fieldSelector }),
+      {
+        fieldSelector,
+      },
+    );
+  }
+
+  private async stopSecretWatch(key: string) {
+    const ref = this.secretWatches.get(key);
+    if (!ref) return;
+    this.secretWatches.delete(key);
+    const name = secretWatchName(ref.namespace, ref.name);
+    const informer = this.caches.get(name);
+    this.caches.delete(name);
+    this.synced.delete(name);
+    this.settled.delete(name);
+    clearTimeout(this.restartTimers.get(name));
+    this.restartTimers.delete(name);
+    await informer?.stop();
   }
 
   private objects(kind: string): KubeObject[] {
@@ -242,6 +312,10 @@ export class Operator {
   }
 
   private find(kind: string, namespace: string | undefined, name: string): KubeObject | undefined {
+    if (kind === 'Secret') {
+      const byName = this.caches.get(secretWatchName(namespace ?? this.opts.namespace ?? 'default', name))?.get(name, namespace);
+      return (byName ?? this.caches.get(MINTED)?.get(name, namespace)) as unknown as KubeObject | undefined;
+    }
     return this.caches.get(kind)?.get(name, namespace) as unknown as KubeObject | undefined;
   }
 
@@ -270,7 +344,10 @@ export class Operator {
   }
 
   private compilePass(): void {
-    if (this.synced.size < KINDS.length + 1) return; // a partial cache would publish a partial snapshot
+    // A partial cache would publish a partial snapshot: wait for every informer's first list,
+    // and for each newly referenced Secret's (its sync queues this pass again).
+    if (![...KINDS, MINTED].every((k) => this.synced.has(k))) return;
+    if (!this.watchReferencedSecrets()) return;
     this.metrics.reconciles.inc();
     const inputs: RawResource[] = [];
     const byRef = new Map<string, KubeObject>();
@@ -422,10 +499,15 @@ export class Operator {
       await this.core.createNamespacedSecret({ namespace: ns, body });
     } catch (err) {
       if (codeOf(err) !== 409) throw err;
+      // A Secret of that name without the minted label, so in no cache: a foreign one, or one
+      // minted before Secrets carried the label. Watch it by name from now on.
       const current = await this.core.readNamespacedSecret({ name: secretName, namespace: ns });
+      this.unlabelled.set(ref, { key: { namespace, name }, namespace: ns, name: secretName });
       if (!ownedBy(current as unknown as KubeObject, key)) this.conflict(ref, secretName);
+      this.queue.add(COMPILE);
       return;
     }
+    this.unlabelled.delete(ref);
     this.mintConflicts.delete(ref);
     this.metrics.keysMinted.inc();
     this.log.info('minted an API key', { apikey: `${ns}/${name}`, secret: secretName });
@@ -438,10 +520,11 @@ export class Operator {
 
   private conflict(ref: string, secretName: string) {
     const msg = `Secret "${secretName}" exists and is not owned by this ApiKey; delete it or set spec.keyHash`;
-    if (this.mintConflicts.get(ref) !== msg) {
-      this.mintConflicts.set(ref, msg);
-      this.log.warn('cannot mint an API key', { apikey: ref, reason: msg });
-    }
+    // Once known, the Secret's own watch brings the next pass (when it is deleted, say): queueing
+    // one here again would spin compile -> mint -> conflict.
+    if (this.mintConflicts.get(ref) === msg) return;
+    this.mintConflicts.set(ref, msg);
+    this.log.warn('cannot mint an API key', { apikey: ref, reason: msg });
     this.queue.add(COMPILE);
   }
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Condition, Decimal, Name, ObjectMeta } from './common.js';
+import { Condition, Decimal, Name, ObjectMeta, cel } from './common.js';
 
 export const KEY_PREFIX = 'sk-service-';
 
@@ -9,7 +9,9 @@ export const ApiKeySpec = z.strictObject({
     .string()
     .min(1)
     .max(200)
-    .regex(/^[A-Za-z0-9_.:-]+$/, 'must be letters, digits, _ . : or -'),
+    .regex(/^[A-Za-z0-9_.:-]+$/, 'must be letters, digits, _ . : or -')
+    // Credits already spent through the key stay with the account they came from.
+    .meta(cel({ rule: 'self == oldSelf', message: 'account is immutable: make a new ApiKey for another account' })),
   /** sha256 of the whole key; absent in a cluster, where the operator mints the key. */
   keyHash: z
     .string()

@@ -4,6 +4,25 @@ export const GROUP = 'tollgate.dev';
 export const VERSION = 'v1alpha1';
 export const API_VERSION = `${GROUP}/${VERSION}`;
 
+/**
+ * Rules the API server checks at admission, written into the generated CRD as the schema node's
+ * `x-kubernetes-validations` (CEL; `self` is the node's value, `oldSelf` its stored value on an
+ * update). Attach with `.meta(cel(...))` beside the field they guard. A rule that iterates a
+ * list or map needs that collection bounded (maxItems / maxProperties): the API server refuses
+ * a CRD whose rules' estimated cost is unbounded.
+ */
+export interface CelRule {
+  rule: string;
+  message: string;
+  /** Where the error points, relative to the node (".pricing"). */
+  fieldPath?: string;
+  reason?: 'FieldValueInvalid' | 'FieldValueRequired' | 'FieldValueForbidden' | 'FieldValueDuplicate';
+}
+export const cel = (...rules: CelRule[]) => ({ 'x-kubernetes-validations': rules });
+
+/** Upper bound of a Group's models and price overrides: keeps their CEL rules' cost bounded. */
+export const MAX_GROUP_MODELS = 1000;
+
 /** Credits as a decimal string with at most 6 places: money never passes through a float. */
 export const Decimal = z.string().regex(/^\d{1,12}(\.\d{1,6})?$/, 'must be a decimal string such as "0.50" (at most 6 places)');
 

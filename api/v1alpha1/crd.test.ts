@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { checkStructural, crdFiles, generateCrds } from './crd.js';
+import { GroupSpec } from './group.js';
 import { ModelRouteSpec } from './modelroute.js';
 
 const root = new URL('../../', import.meta.url);
@@ -71,6 +72,23 @@ describe('generated CRDs', () => {
     const spec = (kind: string) => crds.find((c) => c.spec.names.kind === kind)!.spec.versions[0]!.schema.openAPIV3Schema.properties.spec;
     expect(spec('ApiKey').properties.account['x-kubernetes-validations']).toEqual([{ rule: 'self == oldSelf', message: expect.stringContaining('immutable') }]);
     expect(spec('ModelRoute').properties.capabilities['x-kubernetes-validations'][0].rule).toContain('self.minDuration <= self.maxDuration');
+    expect(spec('ModelRoute')['x-kubernetes-validations']).toEqual([
+      expect.objectContaining({ rule: expect.stringContaining("self.type != 'chat'"), fieldPath: '.pricing', reason: 'FieldValueRequired' }),
+    ]);
+    expect(spec('Group')['x-kubernetes-validations'].map((r: { rule: string }) => r.rule)).toEqual([
+      'has(self.models) || has(self.modelSelector)',
+      expect.stringContaining('self.priceOverrides.all(m, m in self.models)'),
+    ]);
+    // A rule iterating a collection needs it bounded, or the API server refuses the CRD for its cost.
+    expect(spec('Group').properties.models.maxItems).toBeGreaterThan(0);
+    expect(spec('Group').properties.models.items.maxLength).toBeGreaterThan(0);
+    expect(spec('Group').properties.priceOverrides.maxProperties).toBeGreaterThan(0);
+  });
+
+  it('zod holds the Group rule too: models or a modelSelector', () => {
+    expect(GroupSpec.safeParse({ priceMultiplier: '2' }).error?.issues[0]?.message).toBe('name the models (models) or select them by label (modelSelector)');
+    expect(GroupSpec.safeParse({ models: ['m'] }).success).toBe(true);
+    expect(GroupSpec.safeParse({ modelSelector: { matchLabels: { tier: 'a' } } }).success).toBe(true);
   });
 
   it('zod holds the same duration rule as the CRD', () => {

@@ -20,27 +20,6 @@ const AGE = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp'
 const REASON = { name: 'Reason', type: 'string', priority: 1, jsonPath: '.status.conditions[?(@.type=="Ready")].reason' };
 const MESSAGE = { name: 'Message', type: 'string', priority: 1, jsonPath: '.status.conditions[?(@.type=="Ready")].message' };
 
-/**
- * Rules the API server checks at admission (CEL), where one fits a field of the schema: the
- * same rules the zod schemas or compile() hold, said before the object is stored. Keyed by the
- * property path below the root.
- */
-const VALIDATIONS: Record<Kind, Record<string, { rule: string; message: string; reason?: string }[]>> = {
-  ModelRoute: {
-    'spec.capabilities': [
-      {
-        rule: '!has(self.minDuration) || !has(self.maxDuration) || self.minDuration <= self.maxDuration',
-        message: 'minDuration must not exceed maxDuration',
-      },
-    ],
-  },
-  Group: {},
-  ApiKey: {
-    // Credits already spent through the key stay with the account they came from.
-    'spec.account': [{ rule: 'self == oldSelf', message: 'account is immutable: make a new ApiKey for another account' }],
-  },
-};
-
 const PRINTER_COLUMNS: Record<Kind, object[]> = {
   ModelRoute: [
     // status.model, not spec.model: spec.model is usually left to default to the name.
@@ -97,7 +76,7 @@ function crdFor(kind: Kind) {
   const props = json.properties as Record<string, Schema>;
   const openAPIV3Schema = {
     type: 'object',
-    description: `${kind} (${GROUP}/${VERSION}); see docs/kubernetes.md.`,
+    description: `${kind} (${GROUP}/${VERSION}); see the README, section Kubernetes.`,
     properties: {
       apiVersion: { type: 'string' },
       kind: { type: 'string' },
@@ -107,11 +86,6 @@ function crdFor(kind: Kind) {
     },
     required: ['spec'],
   };
-  for (const [path, rules] of Object.entries(VALIDATIONS[kind])) {
-    const node = path.split('.').reduce<Schema | undefined>((n, k) => (n?.properties as Record<string, Schema> | undefined)?.[k], openAPIV3Schema);
-    if (!node) throw new Error(`crd: ${kind} has no ${path} for its validation rules`);
-    node['x-kubernetes-validations'] = rules;
-  }
   // Conditions are a map keyed by type: one of each, merged by type in server-side apply.
   const conditions = (openAPIV3Schema.properties.status.properties as Record<string, Schema> | undefined)?.conditions;
   if (conditions) Object.assign(conditions, { 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'] });
@@ -149,6 +123,8 @@ function structural(node: Schema): Schema {
   if (Array.isArray(node.anyOf) || Array.isArray(node.oneOf)) return mergeUnion((node.anyOf ?? node.oneOf) as Schema[]);
   const out: Schema = {};
   if (typeof node.description === 'string') out.description = node.description;
+  // CEL rules attached in api/v1alpha1 with .meta(cel(...)) (see CelRule).
+  const rules = node['x-kubernetes-validations'];
   if ('const' in node) {
     out.type = typeof node.const === 'boolean' ? 'boolean' : typeof node.const === 'number' ? 'number' : 'string';
     out.enum = [node.const];
@@ -189,6 +165,7 @@ function structural(node: Schema): Schema {
         if (Array.isArray(node.required) && node.required.length > 0) out.required = node.required;
       } else if (extra && typeof extra === 'object' && Object.keys(extra).length > 0) {
         out.additionalProperties = structural(extra as Schema); // a record
+        if (typeof node.maxProperties === 'number') out.maxProperties = node.maxProperties;
       } else if (extra !== false) {
         out['x-kubernetes-preserve-unknown-fields'] = true; // a loose object with no known fields
       }
@@ -197,6 +174,7 @@ function structural(node: Schema): Schema {
     default:
       throw new Error(`crd: unsupported type ${String(type)}`);
   }
+  if (Array.isArray(rules) && rules.length > 0) out['x-kubernetes-validations'] = rules;
   return out;
 }
 

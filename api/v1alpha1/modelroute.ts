@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Condition, Decimal, Name, ObjectMeta } from './common.js';
+import { Condition, Decimal, Name, ObjectMeta, cel } from './common.js';
 
 export const Provider = z.enum([
   'openai',
@@ -97,18 +97,35 @@ export const Capabilities = z
   .refine((c) => c.minDuration === undefined || c.maxDuration === undefined || c.minDuration <= c.maxDuration, {
     message: 'minDuration must not exceed maxDuration',
     path: ['minDuration'],
-  });
+  })
+  .meta(
+    cel({
+      rule: '!has(self.minDuration) || !has(self.maxDuration) || self.minDuration <= self.maxDuration',
+      message: 'minDuration must not exceed maxDuration',
+    }),
+  );
 export type Capabilities = z.infer<typeof Capabilities>;
 
-export const ModelRouteSpec = z.strictObject({
-  model: z.string().min(1).max(200).optional(),
-  type: z.enum(['chat', 'image', 'video']),
-  backends: z.array(Backend).min(1),
-  pricing: Pricing.optional(),
-  capabilities: Capabilities.optional(),
-  /** Chat: the output cap used to size a hold when the request sets no max_tokens (default 4096). */
-  maxOutputTokens: z.number().int().min(1).optional(),
-});
+export const ModelRouteSpec = z
+  .strictObject({
+    model: z.string().min(1).max(200).optional(),
+    type: z.enum(['chat', 'image', 'video']),
+    backends: z.array(Backend).min(1),
+    pricing: Pricing.optional(),
+    capabilities: Capabilities.optional(),
+    /** Chat: the output cap used to size a hold when the request sets no max_tokens (default 4096). */
+    maxOutputTokens: z.number().int().min(1).optional(),
+  })
+  .meta(
+    // In a cluster a chat route without token prices is refused: a missing price would serve the
+    // model for nothing. (Files stay lenient: there a missing price is 0.)
+    cel({
+      rule: "self.type != 'chat' || (has(self.pricing) && has(self.pricing.inputPerMillion) && has(self.pricing.outputPerMillion))",
+      message: 'a chat route needs pricing.inputPerMillion and pricing.outputPerMillion ("0" for a free model)',
+      fieldPath: '.pricing',
+      reason: 'FieldValueRequired',
+    }),
+  );
 export type ModelRouteSpec = z.infer<typeof ModelRouteSpec>;
 
 export const ModelRouteStatus = z.strictObject({

@@ -2,7 +2,7 @@ import type { OutgoingHttpHeaders } from 'node:http';
 import type { ChatCharge, ChatSettlement } from '../billing/index.js';
 import type { RequestContext } from '../http/context.js';
 import { estimateTokens, type Usage } from '../ir/usage.js';
-import { coalesce } from './relay.js';
+import { coalesce, uncork } from './relay.js';
 
 /**
  * One chat request after its hold, as an explicit state machine:
@@ -90,6 +90,7 @@ export class ChatExchange {
     this.expect("a stream's end", 'streaming');
     this.outcome.status = kind;
     await this.settle();
+    uncork(this.ctx.res);
     this.ctx.res.end(finalBytes);
   }
 

@@ -109,10 +109,16 @@ export function coalesce(res: ServerResponse): void {
   if (corked.has(res)) return;
   corked.add(res);
   res.cork();
-  process.nextTick(() => {
-    corked.delete(res);
-    res.uncork();
-  });
+  process.nextTick(uncork, res);
+}
+
+/**
+ * Sends what coalesce() holds, now. Call it before end(): Node 24's end() on a corked chunked
+ * response writes the terminating chunk without what the cork buffered (the client got an empty
+ * stream when the whole answer came within one tick).
+ */
+export function uncork(res: ServerResponse): void {
+  if (corked.delete(res)) res.uncork();
 }
 
 /** The response can take more (drain), or will never (closed, or the client left). */

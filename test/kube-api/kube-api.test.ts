@@ -49,7 +49,7 @@ spec:
   model: sim-gpt
   type: chat
   backends: [{provider: openai, baseURL: "http://127.0.0.1:8090/v1"}]
-  pricing: {inputPerMillion: "${price}"}
+  pricing: {inputPerMillion: "${price}", outputPerMillion: "1"}
 `;
     await writeFile(file, manifest('0.50'));
     expect(await kubectl('apply', '--validate=false', '-f', file)).toContain('modelroute.tollgate.dev/sim-gpt created');
@@ -227,7 +227,7 @@ describe('kube-api strategic merge and dryRun', () => {
   it('refuses a strategic merge patch on a custom resource with 415, as the API server does', async () => {
     await kubectl('apply', '--validate=false', '-f', 'crds/');
     const file = join(dir, 'mr.yaml');
-    await writeFile(file, 'apiVersion: tollgate.dev/v1alpha1\nkind: ModelRoute\nmetadata: {name: m}\nspec: {type: chat, backends: []}\n');
+    await writeFile(file, 'apiVersion: tollgate.dev/v1alpha1\nkind: ModelRoute\nmetadata: {name: m}\nspec: {type: image, backends: []}\n');
     await kubectl('apply', '--validate=false', '-f', file);
     const res = await fetch(`${api.url}/apis/tollgate.dev/v1alpha1/namespaces/default/modelroutes/m`, {
       method: 'PATCH',
@@ -366,5 +366,39 @@ describe('kube-api watch semantics', () => {
     for (let i = 0; i < 6; i++) await post('/api/v1/namespaces/default/configmaps', { metadata: { name: `c${i}` } });
     const gone = await collect(`/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=${from}`, (e) => e.length > 0);
     expect(gone[0]).toMatchObject({ type: 'ERROR', object: { kind: 'Status', code: 410, reason: 'Expired' } });
+  });
+
+  it('a selective watch sees an object that starts to match as ADDED and one that stops as DELETED', async () => {
+    await post('/api/v1/namespaces/default/secrets', { metadata: { name: 'cred' }, stringData: { k: 'v' } });
+    const from = String(api.resourceVersion());
+    const merge = (path: string, body: unknown) =>
+      fetch(`${api.url}${path}`, { method: 'PATCH', headers: { 'content-type': 'application/merge-patch+json' }, body: JSON.stringify(body) });
+    await merge('/api/v1/namespaces/default/secrets/cred', { metadata: { labels: { picked: 'yes' } } });
+    await merge('/api/v1/namespaces/default/secrets/cred', { data: { k: Buffer.from('w').toString('base64') } });
+    await merge('/api/v1/namespaces/default/secrets/cred', { metadata: { labels: { picked: null } } });
+    await merge('/api/v1/namespaces/default/secrets/cred', { data: { k: Buffer.from('x').toString('base64') } });
+    const evs = await collect(`/api/v1/namespaces/default/secrets?watch=true&labelSelector=picked&resourceVersion=${from}`, (e) => e.length >= 3);
+    expect(evs.map((e) => e.type)).toEqual(['ADDED', 'MODIFIED', 'DELETED']);
+    // The DELETED event carries the last state that matched, at the new resourceVersion.
+    expect(evs[2]!.object.metadata.labels).toEqual({ picked: 'yes' });
+    expect(Number(evs[2]!.object.metadata.resourceVersion)).toBeGreaterThan(Number(evs[1]!.object.metadata.resourceVersion));
+
+    // By name: only that Secret's events.
+    await post('/api/v1/namespaces/default/secrets', { metadata: { name: 'other' }, stringData: { k: 'v' } });
+    const byName = await collect('/api/v1/namespaces/default/secrets?watch=true&fieldSelector=metadata.name%3Dcred', (e) => e.length >= 1);
+    expect(byName.map((e) => e.object.metadata.name)).toEqual(['cred']);
+  });
+
+  it('a field selector on a field the kind does not index is a 400, as the API server answers', async () => {
+    const bad = await fetch(`${api.url}/api/v1/namespaces/default/secrets?fieldSelector=data.k%3Dv`);
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { message: string }).message).toContain('field label not supported: data.k');
+    const watch = await fetch(`${api.url}/api/v1/namespaces/default/secrets?watch=true&fieldSelector=spec.x%3Dy`);
+    expect(watch.status).toBe(400);
+    // The fields Secrets do index.
+    const typed = (await (await fetch(`${api.url}/api/v1/namespaces/default/secrets?fieldSelector=type%3DOpaque,metadata.name%21%3Dother`)).json()) as {
+      items: { metadata: { name: string } }[];
+    };
+    expect(typed.items.map((i) => i.metadata.name)).toEqual(['cred']);
   });
 });

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parse as parseYaml } from 'yaml';
+import { crdRuleErrors, validateRules, type FieldError } from './cel.js';
 import { decodeProtobuf } from './protobuf.js';
 import { strategicMergePatch } from './strategic-merge.js';
 
@@ -17,7 +18,11 @@ import { strategicMergePatch } from './strategic-merge.js';
  * apply (as a strategic merge, no field ownership), `dryRun` on every write, label and field
  * selectors, owner-reference garbage collection.
  * Protobuf request bodies are read for Secrets only (Helm's release records; protobuf.ts).
- * Not modelled: schema validation and pruning, admission, finalizers, pagination, other protobuf
+ * Custom resources are checked against their CRD's x-kubernetes-validations (CEL, cel.ts) on
+ * every write, with 422 Invalid as the API server answers; a CRD whose rules do not compile is
+ * refused. Selective watches see an object that stops matching as DELETED and one that starts
+ * as ADDED; a field selector on a field the kind does not index is a 400.
+ * Not modelled: OpenAPI schema validation and pruning, admission, finalizers, pagination, other protobuf
  * bodies (kubectl create namespace sends one and gets 415: use kubectl apply -f).
  */
 
@@ -39,6 +44,8 @@ interface ResourceType {
   crd?: string;
   /** The CRD version's openAPIV3Schema: its `default`s are applied on every write. */
   schema?: Obj;
+  /** Field selectors beyond metadata.name / metadata.namespace (a CRD's selectableFields, a Secret's type). */
+  fields?: string[];
 }
 
 interface Column {
@@ -57,6 +64,8 @@ interface WatchEvent {
   type: 'ADDED' | 'MODIFIED' | 'DELETED';
   rt: ResourceType;
   object: Obj;
+  /** A MODIFIED event's object before the change: a selective watch turns it into ADDED or DELETED. */
+  prev?: Obj;
 }
 
 interface Watcher {
@@ -108,6 +117,21 @@ const builtin = (r: Partial<ResourceType> & Pick<ResourceType, 'plural' | 'kind'
   ...r,
 });
 
+/** The field selectors core/v1 Events take besides metadata.name and metadata.namespace (kubectl describe uses them). */
+const EVENT_FIELDS = [
+  'involvedObject.kind',
+  'involvedObject.namespace',
+  'involvedObject.name',
+  'involvedObject.uid',
+  'involvedObject.apiVersion',
+  'involvedObject.resourceVersion',
+  'involvedObject.fieldPath',
+  'reason',
+  'reportingComponent',
+  'source',
+  'type',
+];
+
 const AGE: Column = { name: 'Age', type: 'string', description: 'CreationTimestamp', cell: (o) => age(o.metadata?.creationTimestamp) };
 
 const BUILTINS: ResourceType[] = [
@@ -115,6 +139,7 @@ const BUILTINS: ResourceType[] = [
     plural: 'namespaces',
     kind: 'Namespace',
     namespaced: false,
+    fields: ['status.phase'],
     shortNames: ['ns'],
     statusSubresource: true,
     columns: [{ name: 'Status', type: 'string', cell: (o) => o.status?.phase ?? 'Active' }, AGE],
@@ -122,6 +147,7 @@ const BUILTINS: ResourceType[] = [
   builtin({
     plural: 'secrets',
     kind: 'Secret',
+    fields: ['type'],
     columns: [
       { name: 'Type', type: 'string', cell: (o) => o.type ?? 'Opaque' },
       { name: 'Data', type: 'string', cell: (o) => Object.keys(o.data ?? {}).length },
@@ -138,6 +164,7 @@ const BUILTINS: ResourceType[] = [
     plural: 'events',
     kind: 'Event',
     shortNames: ['ev'],
+    fields: EVENT_FIELDS,
     columns: [
       { name: 'Type', type: 'string', cell: (o) => o.type },
       { name: 'Reason', type: 'string', cell: (o) => o.reason },
@@ -247,23 +274,24 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
   };
   for (const rt of BUILTINS) types.set(tkey(rt), rt);
 
-  function record(type: WatchEvent['type'], rt: ResourceType, object: Obj) {
-    const ev: WatchEvent = { rv: Number(object.metadata.resourceVersion), type, rt, object: clone(object) };
+  function record(type: WatchEvent['type'], rt: ResourceType, object: Obj, prev?: Obj) {
+    const ev: WatchEvent = { rv: Number(object.metadata.resourceVersion), type, rt, object: clone(object), ...(prev ? { prev: clone(prev) } : {}) };
     history.push(ev);
     while (history.length > historySize) floor = history.shift()!.rv;
     for (const w of watchers) {
       if (w.rt !== rt) continue;
       if (w.namespace && object.metadata.namespace !== w.namespace) continue;
-      if (!w.match(object)) continue;
-      w.send(type, ev.object);
+      const seen = asSeenBy(ev, w.match);
+      if (seen) w.send(seen.type, seen.object);
     }
   }
 
   function put(rt: ResourceType, object: Obj, type: 'ADDED' | 'MODIFIED') {
+    const prev = storeOf(rt).get(okey(object.metadata.namespace, object.metadata.name));
     object.metadata.resourceVersion = String(++rv);
     if (rt.plural === 'customresourcedefinitions') registerCrd(object);
     storeOf(rt).set(okey(object.metadata.namespace, object.metadata.name), object);
-    record(type, rt, object);
+    record(type, rt, object, type === 'MODIFIED' ? prev : undefined);
     return object;
   }
 
@@ -328,6 +356,7 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
         })),
         crd: crd.metadata.name,
         ...(v.schema?.openAPIV3Schema ? { schema: v.schema.openAPIV3Schema as Obj } : {}),
+        fields: ((v.selectableFields ?? []) as Obj[]).map((f) => String(f.jsonPath).replace(/^\./, '')),
       };
       if (rt.columns.length === 0) rt.columns = [AGE];
       const existing = types.get(tkey(rt));
@@ -449,6 +478,10 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
     }
 
     if (!name) {
+      if (method === 'GET' || method === 'DELETE') {
+        const bad = selectorError(rt, q);
+        if (bad) return sendStatus(res, 400, 'BadRequest', bad);
+      }
       if (method === 'GET' && (watchPath || q.get('watch') === 'true' || q.get('watch') === '1')) return watch(req, res, rt, ns, q);
       if (method === 'GET') {
         const items = selected(rt, ns, q);
@@ -470,6 +503,7 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
             kind: rt.plural,
           });
         const created = create(rt, obj);
+        if (refuse(res, rt, created)) return;
         if (dryRun) return json(res, 201, created);
         return json(res, 201, put(rt, created, 'ADDED'));
       }
@@ -506,6 +540,7 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
         // PUT creates when allowed (leases, most builtins): keep it simple and allow it.
         obj.metadata = { ...(obj.metadata ?? {}), name, ...(ns ? { namespace: ns } : {}) };
         const created = create(rt, obj);
+        if (refuse(res, rt, created)) return;
         return json(res, 201, dryRun ? created : put(rt, created, 'ADDED'));
       }
       const sentRv = obj.metadata?.resourceVersion;
@@ -529,6 +564,7 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
           if (statusOnly) return notFound();
           applied.metadata = { ...(applied.metadata ?? {}), name, ...(ns ? { namespace: ns } : {}) };
           const created = create(rt, applied);
+          if (refuse(res, rt, created)) return;
           return json(res, 201, dryRun ? created : put(rt, created, 'ADDED'));
         }
         // Field ownership is not modelled: built-in lists merge on their keys, as the applied
@@ -609,6 +645,36 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
     return o;
   }
 
+  /**
+   * Validation after defaulting, before anything is stored (dry runs included): a custom
+   * resource's x-kubernetes-validations (cel.ts) and a CRD's own rules compiling. Answers 422
+   * Invalid with a cause per field, as the API server does; true when it refused.
+   */
+  function refuse(res: ServerResponse, rt: ResourceType, obj: Obj, old?: Obj): boolean {
+    let errors: FieldError[] = [];
+    if (rt.crd && rt.schema) errors = validateRules(rt.schema, obj, old);
+    if (rt.plural === 'customresourcedefinitions') {
+      ((obj.spec?.versions ?? []) as Obj[]).forEach((v, i) => {
+        const schema = v.schema?.openAPIV3Schema as Obj | undefined;
+        if (!schema) return;
+        for (const e of crdRuleErrors(schema, `spec.versions[${i}].schema.openAPIV3Schema`)) {
+          const at = e.indexOf(': ');
+          errors.push({ field: e.slice(0, at), reason: 'FieldValueInvalid', message: e.slice(at + 2) });
+        }
+      });
+    }
+    if (errors.length === 0) return false;
+    const qualified = `${rt.kind}${rt.group ? `.${rt.group}` : ''}`;
+    const each = errors.map((e) => `${e.field}: ${e.message}`);
+    sendStatus(res, 422, 'Invalid', `${qualified} "${obj.metadata?.name ?? ''}" is invalid: ${each.length === 1 ? each[0] : `[${each.join(', ')}]`}`, {
+      name: obj.metadata?.name ?? '',
+      group: rt.group,
+      kind: rt.kind,
+      causes: errors.map((e) => ({ reason: e.reason, message: e.message, field: e.field })),
+    });
+    return true;
+  }
+
   function update(res: ServerResponse, rt: ResourceType, current: Obj, incoming: Obj, statusOnly: boolean, dryRun: boolean) {
     let next: Obj;
     if (statusOnly) {
@@ -646,9 +712,24 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
       }
     }
     next.metadata.resourceVersion = current.metadata.resourceVersion;
+    if (refuse(res, rt, next, current)) return;
     if (JSON.stringify(next) === JSON.stringify(current)) return json(res, 200, current); // no-op: no new resourceVersion
     if (dryRun) return json(res, 200, next);
     return json(res, 200, put(rt, next, 'MODIFIED'));
+  }
+
+  /** The API server refuses a field selector on a field its kind does not index (400), and a malformed one. */
+  function selectorError(rt: ResourceType, q: URLSearchParams): string | undefined {
+    const fs = q.get('fieldSelector');
+    if (!fs) return undefined;
+    const known = new Set([...(rt.namespaced ? ['metadata.name', 'metadata.namespace'] : ['metadata.name']), ...(rt.fields ?? [])]);
+    const unable = `Unable to find "${apiVersionOf(rt)}, Resource=${rt.plural}" that match label selector "${q.get('labelSelector') ?? ''}", field selector "${fs}"`;
+    for (const term of fs.split(',')) {
+      const m = term.trim().match(/^([^!=]+)(==|=|!=)(.*)$/);
+      if (!m) return `invalid selector: '${fs}'; can't understand '${term}'`;
+      if (!known.has(m[1]!.trim())) return `${unable}: field label not supported: ${m[1]!.trim()}`;
+    }
+    return undefined;
   }
 
   function selected(rt: ResourceType, ns: string | undefined, q: URLSearchParams): Obj[] {
@@ -698,7 +779,8 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
       for (const ev of history) {
         if (ev.rv <= Number(from) || ev.rt !== rt) continue;
         if (ns && ev.object.metadata.namespace !== ns) continue;
-        if (match(ev.object)) send(ev.type, ev.object);
+        const seen = asSeenBy(ev, match);
+        if (seen) send(seen.type, seen.object);
       }
     }
     const w: Watcher = { rt, namespace: ns, match, send };
@@ -990,7 +1072,23 @@ export function jsonPatch(doc: Obj, ops: Obj[]): Obj {
   return doc;
 }
 
-/** label selectors (=, ==, !=, in, notin, exists, !exists) and field selectors on metadata.name / metadata.namespace. */
+/**
+ * A change as a selective watch sees it (as the API server's watch cache does): an object that
+ * starts to match is ADDED, one that stops matching is DELETED (its last matching state at the
+ * new resourceVersion), one that never matched is not sent.
+ */
+function asSeenBy(ev: WatchEvent, match: (o: Obj) => boolean): { type: WatchEvent['type']; object: Obj } | undefined {
+  const now = match(ev.object);
+  if (ev.type !== 'MODIFIED' || !ev.prev) return now ? { type: ev.type, object: ev.object } : undefined;
+  const before = match(ev.prev);
+  if (now) return { type: before ? 'MODIFIED' : 'ADDED', object: ev.object };
+  if (!before) return undefined;
+  const gone = clone(ev.prev);
+  gone.metadata.resourceVersion = ev.object.metadata.resourceVersion;
+  return { type: 'DELETED', object: gone };
+}
+
+/** label selectors (=, ==, !=, in, notin, exists, !exists) and field selectors (the fields selectorError lets through). */
 function matcher(q: URLSearchParams): (o: Obj) => boolean {
   const preds: ((o: Obj) => boolean)[] = [];
   const ls = q.get('labelSelector');

@@ -1,6 +1,6 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { cp, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { startKubeApi, type KubeApi } from '../kube-api/server.js';
 import { k8sTools } from '../support/k8s-tools.js';
+import { NODE24 } from '../support/node24.js';
 import { deadPort } from '../support/ports.js';
 import { keyHash } from '../support/resources.js';
 import { startSimulator, type Simulator } from '../../simulator/index.js';
@@ -78,6 +79,16 @@ function envOf(container: Obj, pod: string, secrets: Map<string, Record<string, 
   }
   return out;
 }
+
+describe('the Dockerfile', () => {
+  it('builds on the Node 24 the suite runs on (npm run test:node24), Debian slim', async () => {
+    const dockerfile = await readFile(join(ROOT, 'Dockerfile'), 'utf8');
+    const base = /^ARG NODE_IMAGE=(\S+)$/m.exec(dockerfile)?.[1];
+    // A digest may follow once one can be read from a registry (see the Dockerfile's comment).
+    expect(base).toMatch(new RegExp(`^node:${NODE24.version.replace(/\./g, '\\.')}-bookworm-slim(@sha256:[0-9a-f]{64})?$`));
+    expect(dockerfile.match(/^FROM \$\{NODE_IMAGE\}/gm)).toHaveLength(3);
+  });
+});
 
 describe('the built package (the image layout)', () => {
   let dir: string;
