@@ -11,16 +11,17 @@ type Env = Readonly<Record<string, string | undefined>>;
 
 const present = (v: string | undefined) => (v === undefined || v === '' ? undefined : v);
 
-/** A positive number of seconds, in milliseconds. */
-const seconds = (name: string) =>
+/** Seconds, as milliseconds; `zero`: 0 is allowed and means what it says. */
+const seconds = (name: string, zero?: string) =>
   z
     .string()
     .optional()
     .transform((v, ctx) => {
       if (present(v) === undefined) return undefined;
       const n = Number(v);
-      if (!Number.isFinite(n) || n <= 0) {
-        ctx.addIssue({ code: 'custom', message: `${name} must be a positive number of seconds, got "${v}"` });
+      if (!Number.isFinite(n) || n < 0 || (n === 0 && !zero)) {
+        const what = zero ? `a number of seconds (0: ${zero})` : 'a positive number of seconds';
+        ctx.addIssue({ code: 'custom', message: `${name} must be ${what}, got "${v}"` });
         return z.NEVER;
       }
       return n * 1000;
@@ -98,18 +99,7 @@ const EnvSchema = z.object({
   TOLLGATE_BILLING_COMMIT_LINGER_MS: millis('TOLLGATE_BILLING_COMMIT_LINGER_MS'),
   TOLLGATE_BILLING_JOURNAL_DIR: text,
   TOLLGATE_BILLING_JOURNAL_FLUSH_MS: millis('TOLLGATE_BILLING_JOURNAL_FLUSH_MS'),
-  TOLLGATE_DATA_SNAPSHOT_SECONDS: z
-    .string()
-    .optional()
-    .transform((v, ctx) => {
-      if (present(v) === undefined) return undefined;
-      const n = Number(v);
-      if (!Number.isFinite(n) || n < 0) {
-        ctx.addIssue({ code: 'custom', message: `TOLLGATE_DATA_SNAPSHOT_SECONDS must be a number of seconds (0: never), got "${v}"` });
-        return z.NEVER;
-      }
-      return n * 1000;
-    }),
+  TOLLGATE_DATA_SNAPSHOT_SECONDS: seconds('TOLLGATE_DATA_SNAPSHOT_SECONDS', 'never'),
 
   TOLLGATE_TASK_LEASE_SECONDS: seconds('TOLLGATE_TASK_LEASE_SECONDS'),
   TOLLGATE_TASK_POLL_SECONDS: seconds('TOLLGATE_TASK_POLL_SECONDS'),
