@@ -100,7 +100,6 @@ export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res:
     routeName = route.name ?? route.path;
     const shape = typeof route.shape === 'function' ? route.shape(req) : route.shape;
 
-
     const fail = (err: unknown) => {
       errorCode = err instanceof GatewayError ? err.code : 'internal_error';
       if (err instanceof GatewayError) {
