@@ -82,16 +82,31 @@ async function until<T>(probe: () => Promise<T | undefined>, ms: number, what: s
   }
 }
 
-function stop(child: ChildProcess | undefined): Promise<void> {
-  if (!child?.pid || child.exitCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    child.once('exit', () => resolve());
+/**
+ * Stops a command and everything it started: npm exits before the gateway under it has finished
+ * its shutdown (the last durable copy of its data folder), so the whole process group is awaited.
+ */
+async function stop(child: ChildProcess | undefined): Promise<void> {
+  if (!child?.pid) return;
+  const group = -child.pid;
+  try {
+    process.kill(group, 'SIGTERM');
+  } catch {
+    return;
+  }
+  const end = Date.now() + 30_000;
+  for (;;) {
     try {
-      process.kill(-child.pid!, 'SIGTERM');
+      process.kill(group, 0);
     } catch {
-      resolve();
+      return; // ESRCH: none of the group is left
     }
-  });
+    if (Date.now() > end) {
+      process.kill(group, 'SIGKILL');
+      return;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
 
 describe('the README, walked against npm start', () => {

@@ -115,12 +115,12 @@ describe.skipIf(!STRACE)('serve --data (PGlite)', () => {
     const tid = /^(\d+)/.exec(lines[journalWrite]!)![1]!;
     // A thread has one syscall at a time: its next "<... x resumed>" line ends the unfinished write.
     const journalDone = lines[journalWrite]!.includes('<unfinished ...>')
-      ? lines.findIndex((l, i) => i > journalWrite && l.startsWith(`${tid} <... `))
+      ? lines.findIndex((l, i) => i > journalWrite && new RegExp(`^${tid}\\s+<\\.\\.\\. `).test(l))
       : journalWrite;
     expect(
       journalDone,
       lines
-        .filter((l) => l.startsWith(`${tid} `))
+        .filter((l) => new RegExp(`^${tid}\\s`).test(l))
         .slice(-20)
         .join('\n'),
     ).toBeGreaterThan(-1);
