@@ -162,7 +162,7 @@ async function main(): Promise<void> {
   const copy = await copyCost();
   const section = `## Standalone durability
 
-${measuredBy('npx tsx bench/durability.ts')}. Load average ${load} when the run started (other work shared the two cores).
+${measuredBy('npx tsx bench/durability.ts')}. Load average ${load} when the run started (a figure near 0 means nothing else ran; the two cores are shared with the simulator and the load generator).
 The quickstart as a user runs it (\`tollgate serve --quickstart --data DIR\`: PGlite on a folder, billing journal on), started afresh for each of ${ROUNDS} rounds per variant (the variants take turns); each round measures 1 connection, then 50 connections, ${DURATION / 1000} s each after ${WARMUP / 1000} s of warm-up (undici Pool, keep-alive, closed loop). Request: POST /v1/chat/completions to sim-gpt, JSON, about 2 KB. Medians of the rounds.
 
 | variant | 1 conn p50 / p99 ms | added p50 at 1 conn | 50 conns req/s | fewer req/s | 50 conns p50 / p99 ms | gateway CPU µs/req (50 conns) | durable copies made | errors | rounds: 1 conn p50 ms; 50 conns req/s |
