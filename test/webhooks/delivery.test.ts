@@ -79,7 +79,9 @@ for (const sc of storeCases()) {
     });
 
     it('a receiver down for its first three attempts still gets the delivery when the gateway restarts in between', async () => {
-      const settings = { webhookRetryScheduleS: [0.3, 0.3, 0.3, 0.3] };
+      // A stop grace: the attempt in flight when the gateway stops finishes and its 503 is recorded
+      // (with none it would be cut and stay on record with no outcome, as the crash case below shows).
+      const settings = { webhookRetryScheduleS: [0.3, 0.3, 0.3, 0.3], stopGraceMs: 5_000 };
       gw = await startTasksGateway({ store, sim, settings });
       const rx = await startReceiver((n) => (n <= 3 ? 503 : 200));
       try {
