@@ -1,6 +1,7 @@
 import { mkdir } from 'node:fs/promises';
 import { latestSnapshot, markLiveDir, prepareLiveDir } from './durable.js';
 import { lockDataDir, type DataDirLock } from './lock.js';
+import { initdbApart } from './initdb.js';
 import { migrate } from './migrate.js';
 import type { PgliteStore } from './pglite.js';
 import type { Store, StoreOptions } from './types.js';
@@ -82,6 +83,7 @@ async function openDataDir(dir: string, opts: StoreOptions): Promise<Store> {
 async function openPglite(dir: string, lock: DataDirLock): Promise<PgliteStore> {
   // PGlite: about 40 MB of memory once imported, and none of it needed beside PostgreSQL.
   const { PgliteStore } = await import('./pglite.js');
+  await initdbApart(dir);
   const store = new PgliteStore(dir, undefined, lock);
   try {
     await migrate(store);
