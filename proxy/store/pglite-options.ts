@@ -26,6 +26,25 @@ export const PGLITE_SETTINGS: Readonly<Record<string, string>> = {
   max_wal_size: '64MB',
 };
 
+/**
+ * PGlite's PostgreSQL is compiled by V8's baseline compiler (Liftoff) alone.
+ *
+ * By default V8 compiles PGlite's 9 MB of WebAssembly with Liftoff and then its hot functions
+ * again with TurboFan in background threads; what TurboFan allocated stays in glibc's malloc
+ * arenas: 60-120 MiB of the gateway's RSS (bench/RESULTS.md "## Memory"). Liftoff code runs the
+ * billing transactions at the same CPU cost within the rounds' spread (1,000-1,170 µs per ledger
+ * transaction either way over 20,000, TurboFan's own compile time saved), and the quickstart's
+ * chat benchmark showed no difference beyond its noise.
+ *
+ * The flag is V8's and process-wide, and it stays: set back after the compile, V8 tiers PGlite's
+ * hot functions up all the same (RSS as without it). So other WebAssembly compiled later in a
+ * process with PGlite runs Liftoff code too: undici's HTTP parser, a small part of a request
+ * (an llhttp-bound load of 1-byte chunks ran 20% slower). A gateway on PostgreSQL never sets it.
+ */
+function baselineOnly(): void {
+  setFlagsFromString('--liftoff-only');
+}
+
 /** The options every PgliteStore opens PGlite with (a folder, memory, or a dumpDataDir() image). */
 export function pgliteOptions(where: { dataDir?: string; image?: Blob | File }): PGliteOptions {
   const startParams = [...PGlite.defaultStartParams, ...Object.entries(PGLITE_SETTINGS).flatMap(([k, v]) => ['-c', `${k}=${v}`])];
@@ -47,6 +66,7 @@ export function pgliteOptions(where: { dataDir?: string; image?: Blob | File }):
  * when PGlite is ready gives it back.
  */
 export function openPglite(where: { dataDir?: string; image?: Blob | File }): PGlite {
+  baselineOnly();
   const db = new PGlite(pgliteOptions(where));
   // After the task that resolved waitReady: by then #init's locals (the initdb instance) are unreachable.
   db.waitReady.then(
