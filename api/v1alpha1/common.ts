@@ -44,17 +44,22 @@ export const ObjectMeta = z.looseObject({
 });
 export type ObjectMeta = z.infer<typeof ObjectMeta>;
 
-export const Condition = z.strictObject({
-  type: z.string(),
-  status: z.enum(['True', 'False', 'Unknown']),
-  reason: z.string(),
-  message: z.string(),
-  observedGeneration: z.number().int().optional(),
-  lastTransitionTime: z.string().optional(),
-});
+export const Condition = z
+  .strictObject({
+    type: z.string().describe('The condition: Ready (the resource compiled into the configuration the proxies serve).'),
+    status: z.enum(['True', 'False', 'Unknown']).describe('True, False or Unknown.'),
+    reason: z
+      .string()
+      .describe('Why, in one CamelCase word (Compiled, InvalidSpec, ModelNotFound, KeyPending, Revoked, Expired, ...); shown by `kubectl get -o wide`.'),
+    message: z.string().describe('Why, for a person: the compile errors of the resource, naming the field at fault.'),
+    observedGeneration: z.number().int().optional().describe('The metadata.generation this condition was computed from.'),
+    lastTransitionTime: z.string().optional().describe('When status last changed (RFC 3339).'),
+  })
+  .describe('One condition of the resource, written by the operator.');
 export type Condition = z.infer<typeof Condition>;
 
-export const CommonStatus = z.strictObject({
-  observedGeneration: z.number().int().optional(),
-  conditions: z.array(Condition).optional(),
-});
+/** The status fields every kind has. */
+export const observedGeneration = z.number().int().optional().describe('The metadata.generation the operator last reconciled.');
+export const conditions = z.array(Condition).optional().describe('The Ready condition: whether the resource compiled, and if not, why.');
+
+export const CommonStatus = z.strictObject({ observedGeneration, conditions }).describe('Written by the operator; not set by users.');

@@ -34,6 +34,25 @@ describe('generated CRDs', () => {
     }
   });
 
+  it('describe every field of spec and status, for kubectl explain', () => {
+    const missing: string[] = [];
+    // A list's items are explained by the list's own description; their fields each by theirs.
+    const walk = (node: Record<string, any>, path: string, item = false) => {
+      if (!item && (typeof node.description !== 'string' || node.description.trim() === '')) missing.push(path);
+      for (const [k, v] of Object.entries((node.properties ?? {}) as Record<string, Record<string, any>>)) walk(v, `${path}.${k}`);
+      if (node.items) walk(node.items as Record<string, any>, `${path}[]`, true);
+      // A record's values are described by the record (perImage: the price of one tier), unless they are objects.
+      const values = node.additionalProperties as Record<string, any> | undefined;
+      if (values && typeof values === 'object' && values.type === 'object') walk(values, `${path}{}`);
+    };
+    for (const crd of crds) {
+      const props = crd.spec.versions[0]!.schema.openAPIV3Schema.properties as Record<string, Record<string, any>>;
+      walk(props.spec!, `${crd.spec.names.kind}.spec`);
+      walk(props.status!, `${crd.spec.names.kind}.status`);
+    }
+    expect(missing).toEqual([]);
+  });
+
   it('are structural schemas', () => {
     for (const crd of crds) {
       expect(checkStructural(crd.spec.versions[0]!.schema.openAPIV3Schema), crd.metadata.name).toEqual([]);
@@ -103,7 +122,9 @@ describe('generated CRDs', () => {
   it('turns records into additionalProperties and the Credentials union into one object', () => {
     const spec = crds[0]!.spec.versions[0]!.schema.openAPIV3Schema.properties.spec;
     const backend = spec.properties.backends.items;
-    expect(backend.properties.headers).toEqual({ type: 'object', additionalProperties: { type: 'string' } });
+    expect(backend.properties.headers).toMatchObject({ type: 'object', additionalProperties: { type: 'string' } });
+    expect(Object.keys(backend.properties.headers).sort()).toEqual(['additionalProperties', 'description', 'type']);
+    expect(backend.properties.credentials.description).toMatch(/Exactly one of secretRef or env/);
     expect(backend.properties.credentials.type).toBe('object');
     expect(Object.keys(backend.properties.credentials.properties)).toEqual(['secretRef', 'env']);
     expect(backend.properties.credentials.oneOf).toEqual([{ required: ['secretRef'] }, { required: ['env'] }]);

@@ -120,7 +120,10 @@ function crdFor(kind: Kind) {
 
 /** One zod JSON Schema node -> a structural schema node. */
 function structural(node: Schema): Schema {
-  if (Array.isArray(node.anyOf) || Array.isArray(node.oneOf)) return mergeUnion((node.anyOf ?? node.oneOf) as Schema[]);
+  if (Array.isArray(node.anyOf) || Array.isArray(node.oneOf)) {
+    const merged = mergeUnion((node.anyOf ?? node.oneOf) as Schema[]);
+    return typeof node.description === 'string' ? { description: node.description, ...merged } : merged;
+  }
   const out: Schema = {};
   if (typeof node.description === 'string') out.description = node.description;
   // CEL rules attached in api/v1alpha1 with .meta(cel(...)) (see CelRule).
