@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parse as parseYaml } from 'yaml';
@@ -16,7 +16,8 @@ import { strategicMergePatch } from './strategic-merge.js';
  * for a too-old resourceVersion, merge / JSON patches, strategic-merge patches for built-in kinds
  * (lists merged on their keys; 415 for custom resources, as the API server answers), server-side
  * apply (as a strategic merge, no field ownership), `dryRun` on every write, label and field
- * selectors, owner-reference garbage collection.
+ * selectors, owner-reference garbage collection, and OpenAPI v3 (`/openapi/v3`) of the served
+ * CRDs' schemas, as kubectl explain reads it.
  * Protobuf request bodies are read for Secrets only (Helm's release records; protobuf.ts).
  * Custom resources are checked against their CRD's x-kubernetes-validations (CEL, cel.ts) on
  * every write, with 422 Invalid as the API server answers; a CRD whose rules do not compile is
@@ -415,6 +416,12 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
         serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress: req.headers.host ?? '' }],
       });
     if (path === '/apis') return json(res, 200, groupList());
+    // OpenAPI v3 (what kubectl explain reads): the schemas of the served CRDs, one document per group version.
+    if (path === '/openapi/v3') return json(res, 200, openapiRoot());
+    if (seg[0] === 'openapi' && seg[1] === 'v3' && seg[2] === 'apis' && seg.length === 5) {
+      const doc = openapiDoc(seg[3]!, seg[4]!);
+      return doc ? json(res, 200, doc) : sendStatus(res, 404, 'NotFound', 'the server could not find the requested resource');
+    }
     if (path === '/api/v1') return json(res, 200, resourceList('', 'v1'));
     if (seg[0] === 'apis' && seg.length === 2) {
       const g = groupList().groups.find((x) => x.name === seg[1]);
@@ -800,6 +807,62 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
     };
     res.on('close', done);
     req.on('close', done);
+  }
+
+  /** The custom resources of one group version as the API server publishes them in OpenAPI v3. */
+  function openapiDoc(group: string, version: string): Obj | undefined {
+    const schemas: Obj = {};
+    const paths: Obj = {};
+    for (const t of types.values()) {
+      if (!t.crd || !t.schema || t.group !== group || t.version !== version) continue;
+      // The API server names a CRD's schema by its reversed group (tollgate.dev -> dev.tollgate).
+      const name = `${group.split('.').reverse().join('.')}.${version}.${t.kind}`;
+      // kubectl explain finds a resource's kind through its list path's GET operation.
+      const gvk = { group, version, kind: t.kind };
+      const list = `/apis/${group}/${version}${t.namespaced ? '/namespaces/{namespace}' : ''}/${t.plural}`;
+      paths[list] = {
+        get: {
+          operationId: `list${t.kind}`,
+          'x-kubernetes-action': 'list',
+          'x-kubernetes-group-version-kind': gvk,
+          responses: { '200': { description: 'OK', content: { 'application/json': { schema: { $ref: `#/components/schemas/${name}List` } } } } },
+        },
+      };
+      const props = (t.schema.properties ?? {}) as Obj;
+      schemas[name] = {
+        ...t.schema,
+        properties: {
+          ...props,
+          apiVersion: { type: 'string', description: 'APIVersion defines the versioned schema of this representation of an object.', ...props.apiVersion },
+          kind: { type: 'string', description: 'Kind is a string value representing the REST resource this object represents.', ...props.kind },
+          metadata: { type: 'object', description: "Standard object's metadata." },
+        },
+        'x-kubernetes-group-version-kind': [gvk],
+      };
+      schemas[`${name}List`] = {
+        type: 'object',
+        description: `${t.kind}List is a list of ${t.kind}`,
+        required: ['items'],
+        properties: { items: { type: 'array', items: { $ref: `#/components/schemas/${name}` } } },
+        'x-kubernetes-group-version-kind': [{ group, version, kind: `${t.kind}List` }],
+      };
+    }
+    if (Object.keys(schemas).length === 0) return undefined;
+    return { openapi: '3.0.0', info: { title: 'Kubernetes', version: 'v1.32.0' }, paths, components: { schemas } };
+  }
+
+  function openapiRoot() {
+    const paths: Obj = {};
+    for (const g of groupList().groups) {
+      for (const v of g.versions) {
+        const doc = openapiDoc(g.name, v.version);
+        if (!doc) continue;
+        // The hash lets clients cache a document until it changes.
+        const hash = createHash('sha512').update(JSON.stringify(doc)).digest('hex').slice(0, 128).toUpperCase();
+        paths[`apis/${g.name}/${v.version}`] = { serverRelativeURL: `/openapi/v3/apis/${g.name}/${v.version}?hash=${hash}` };
+      }
+    }
+    return { paths };
   }
 
   function groupList() {

@@ -85,6 +85,23 @@ describe('kubectl against the kube-API test server, with the operator', () => {
     expect(await kubectl('apply', '--validate=false', '-f', local)).toContain('modelroute.tollgate.dev/sim-gpt created');
   });
 
+  it("kubectl explain shows the CRDs' field descriptions (OpenAPI v3 from the server)", async () => {
+    // kubectl wraps descriptions at 80 columns: compare with the whitespace folded.
+    const explain = async (field: string) => (await kubectl('explain', field)).replace(/\s+/g, ' ');
+    const backends = await kubectl('explain', 'modelroutes.spec.backends');
+    expect(backends).toMatch(/^KIND:\s+ModelRoute$/m);
+    expect(backends.replace(/\s+/g, ' ')).toContain('tried by priority (lower first), by weight within a priority');
+    for (const field of ['provider', 'baseURL', 'credentials', 'weight', 'priority', 'timeoutSeconds'])
+      expect(backends).toMatch(new RegExp(`^ {2}${field}\\t<`, 'm'));
+    const provider = await explain('modelroutes.spec.backends.provider');
+    expect(provider).toContain('ENUM: openai anthropic openai-compatible replicate simulator fal gemini ark vertex bedrock azure-openai');
+    expect(provider).toContain('bedrock (Bedrock Converse, SigV4)');
+    expect(await explain('modelroutes.spec.pricing.perImage')).toContain('the most specific key wins');
+    expect(await explain('apikeys.spec.account')).toContain('Immutable: make a new ApiKey for another account');
+    expect(await explain('groups.spec.disconnectPolicy')).toContain('drain lets the upstream finish and bills its final usage');
+    expect(await explain('apikeys.status.secretName')).toContain('under the data key apiKey');
+  });
+
   it('the operator makes them Ready; printer columns show it; the minted key is read from its Secret and works', async () => {
     op = await startOperator(cluster, 'op-kubectl');
     await waitFor(async () => /team-a-key/.test(await k('get', 'apikey', 'team-a', '-o', 'jsonpath={.status.secretName}')), 'the minted Secret name');
