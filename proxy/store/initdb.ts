@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 
@@ -17,9 +17,36 @@ export class InitdbError extends Error {
  * child compiles PGlite with Liftoff alone (pglite-options.ts says why): a first start took 4.5-4.8 s
  * of initdb in the child plus about 1 s to open, against 6-9 s in the process before, on the
  * first start only. A folder that already holds a cluster (PG_VERSION) is left alone.
+ *
+ * The cluster is made in a sibling folder and moved in, PG_VERSION last: a first start cut short
+ * (a crash, a kill) leaves no half-made cluster that would not open, and the next start makes it
+ * again.
  */
 export async function initdbApart(dataDir: string): Promise<void> {
   if (existsSync(join(dataDir, 'PG_VERSION'))) return;
+  const made = `${dataDir}.initdb`;
+  try {
+    rmSync(made, { recursive: true, force: true });
+    await runInitdb(made, dataDir);
+    const entries = readdirSync(made).sort((a, b) => Number(a === 'PG_VERSION') - Number(b === 'PG_VERSION'));
+    for (const name of entries) {
+      // Leftovers of a start cut short; the folder's other files (the lock's socket) are not the cluster's.
+      rmSync(join(dataDir, name), { recursive: true, force: true });
+      renameSync(join(made, name), join(dataDir, name));
+    }
+  } catch (err) {
+    throw err instanceof InitdbError ? err : new InitdbError(`initdb of ${dataDir} failed: ${(err as Error).message}`);
+  } finally {
+    try {
+      rmSync(made, { recursive: true, force: true });
+    } catch {
+      // Nothing was made where nothing can be (a path under a file): the error above says why.
+    }
+  }
+}
+
+/** initdb into `into`; errors name `dataDir`, the folder the user gave. */
+async function runInitdb(into: string, dataDir: string): Promise<void> {
   // The CommonJS entry: `node -e` evaluates a CommonJS script, so require() needs no loader.
   const entry = createRequire(import.meta.url).resolve('@electric-sql/pglite');
   const script = `(async () => {
@@ -36,7 +63,7 @@ export async function initdbApart(dataDir: string): Promise<void> {
   await new Promise<void>((resolve, reject) => {
     const child = spawn(process.execPath, ['--liftoff-only', '-e', script], {
       // Only what the script reads, and no NODE_OPTIONS: a loader of the parent's (tsx) is not needed.
-      env: { PATH: process.env.PATH ?? '', TOLLGATE_PGLITE_ENTRY: entry, TOLLGATE_PGLITE_DIR: dataDir },
+      env: { PATH: process.env.PATH ?? '', TOLLGATE_PGLITE_ENTRY: entry, TOLLGATE_PGLITE_DIR: into },
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     let stderr = '';

@@ -58,9 +58,9 @@ export function pgliteOptions(where: { dataDir?: string; image?: Blob | File }):
 /**
  * A new PGlite with pgliteOptions(), and one full garbage collection once it is ready.
  *
- * In memory (a data folder's cluster is made apart: initdb.ts) PGlite runs initdb in a second PostgreSQL of its own
- * (its WebAssembly memory, a copy of that memory, the initdb program and a tarball of the new
- * cluster): some 450 MB that is garbage once the database is up, but a WebAssembly memory is only
+ * In memory (a data folder's cluster is made apart: initdb.ts) PGlite runs initdb in a second
+ * PostgreSQL of its own (its WebAssembly memory, a copy of that memory, the initdb program and a
+ * tarball of the new cluster): some 450 MB that is garbage once the database is up, but a WebAssembly memory is only
  * unmapped when V8 collects it, and an idle gateway allocates too little on the JavaScript heap for
  * V8 to collect soon (the quickstart stayed at 730-880 MB RSS on its first start). One collection
  * when PGlite is ready gives it back.

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -33,15 +33,29 @@ describe('a new PGlite data folder', () => {
     }
   }, 60_000);
 
-  it('that cannot hold a cluster fails with the folder and the reason, and the store does not open', async () => {
-    const dir = join(root, 'blocked');
-    mkdirSync(dir);
-    writeFileSync(join(dir, 'base'), 'a file where PostgreSQL needs a folder');
+  it('left half-made by a first start cut short is made again, and the store opens it', async () => {
+    const dir = join(root, 'half');
+    mkdirSync(join(dir, 'base', '1'), { recursive: true });
+    writeFileSync(join(dir, 'base', '1', 'torn-leftover'), 'a torn page');
+    writeFileSync(join(dir, 'postgresql.conf'), 'half written');
+    const s = await openStore({ dataDir: dir, snapshotIntervalMs: 0 });
+    try {
+      expect((await s.query<{ n: number }>('SELECT 1 AS n')).rows).toEqual([{ n: 1 }]);
+    } finally {
+      await s.close();
+    }
+    expect(existsSync(join(dir, 'base', '1', 'torn-leftover'))).toBe(false);
+    expect(existsSync(`${dir}.initdb`)).toBe(false);
+  }, 60_000);
+
+  it('that cannot be made fails with the folder and the reason, and leaves nothing behind', async () => {
+    const file = join(root, 'a-file');
+    writeFileSync(file, 'not a folder');
+    const dir = join(file, 'pg');
     const err = await initdbApart(dir).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(InitdbError);
     expect((err as Error).message).toContain(`initdb of ${dir} failed`);
-    expect((err as Error).message).toMatch(/ErrnoError/);
-    await expect(openStore({ dataDir: dir, snapshotIntervalMs: 0 })).rejects.toThrow(InitdbError);
-    expect(existsSync(join(dir, 'PG_VERSION'))).toBe(false);
+    expect((err as Error).message).toMatch(/ErrnoError|ENOTDIR/);
+    expect(readdirSync(root).filter((n) => n.startsWith('a-file'))).toEqual(['a-file']);
   }, 60_000);
 });
