@@ -90,7 +90,15 @@ export const Backend = z.strictObject({
     .min(1)
     .optional()
     .describe('azure-openai: the api-version query parameter of deployment paths (default 2024-10-21; Responses 2025-04-01-preview).'),
-  timeoutSeconds: z.number().int().min(1).max(3600).optional().describe('Upper bound of one upstream call, first byte to last, in seconds (default 600).'),
+  timeoutSeconds: z
+    .number()
+    .int()
+    .min(1)
+    .max(3600)
+    .optional()
+    .describe(
+      "Seconds to wait for the upstream's response headers, and at most between two chunks of its body (default 600); a stream that keeps sending is never cut.",
+    ),
 });
 export type Backend = z.infer<typeof Backend>;
 
