@@ -5,7 +5,7 @@ export const KEY_PREFIX = 'sk-service-';
 
 export const ApiKeySpec = z
   .strictObject({
-    group: Name.describe('The Group (same namespace) whose models, prices and limits the key gets.'),
+    group: Name.describe('The Group whose models, prices and limits the key gets (Group names are one space across the watched namespaces).'),
     account: z
       .string()
       .min(1)

@@ -51,7 +51,7 @@ export const Condition = z
     reason: z
       .string()
       .describe('Why, in one CamelCase word (Compiled, InvalidSpec, ModelNotFound, KeyPending, Revoked, Expired, ...); shown by `kubectl get -o wide`.'),
-    message: z.string().describe('Why, for a person: the compile errors of the resource, naming the field at fault.'),
+    message: z.string().describe('Why, for a person; for a resource that does not compile, its errors, each naming the field at fault.'),
     observedGeneration: z.number().int().optional().describe('The metadata.generation this condition was computed from.'),
     lastTransitionTime: z.string().optional().describe('When status last changed (RFC 3339).'),
   })
