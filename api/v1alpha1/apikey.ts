@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Decimal, Name, ObjectMeta, cel, conditions, observedGeneration } from './common.js';
+import { Decimal, Name, ObjectMeta, cel, statusWith } from './common.js';
 
 export const KEY_PREFIX = 'sk-service-';
 
@@ -36,13 +36,9 @@ export const ApiKeySpec = z
   .describe('One API key: its group, the account that pays, and its state. Only its sha256 is ever stored.');
 export type ApiKeySpec = z.infer<typeof ApiKeySpec>;
 
-export const ApiKeyStatus = z
-  .strictObject({
-    secretName: z.string().optional().describe('The Secret (same namespace, <name>-key) holding the key the operator minted, under the data key apiKey.'),
-    observedGeneration,
-    conditions,
-  })
-  .describe('Written by the operator; not set by users.');
+export const ApiKeyStatus = statusWith({
+  secretName: z.string().optional().describe('The Secret (same namespace, <name>-key) holding the key the operator minted, under the data key apiKey.'),
+});
 
 export const ApiKey = z.strictObject({
   apiVersion: z.literal('tollgate.dev/v1alpha1'),

@@ -58,8 +58,15 @@ export const Condition = z
   .describe('One condition of the resource, written by the operator.');
 export type Condition = z.infer<typeof Condition>;
 
-/** The status fields every kind has. */
-export const observedGeneration = z.number().int().optional().describe('The metadata.generation the operator last reconciled.');
-export const conditions = z.array(Condition).optional().describe('The Ready condition: whether the resource compiled, and if not, why.');
+/** The status fields every kind has; a kind with more extends it with statusWith(). */
+export const CommonStatus = z
+  .strictObject({
+    observedGeneration: z.number().int().optional().describe('The metadata.generation the operator last reconciled.'),
+    conditions: z.array(Condition).optional().describe('The Ready condition: whether the resource compiled, and if not, why.'),
+  })
+  .describe('Written by the operator; not set by users.');
 
-export const CommonStatus = z.strictObject({ observedGeneration, conditions }).describe('Written by the operator; not set by users.');
+/** CommonStatus with a kind's own fields (zod's extend drops the description: it is set again). */
+export function statusWith<T extends z.core.$ZodLooseShape>(fields: T) {
+  return CommonStatus.extend(fields).describe(CommonStatus.description!);
+}

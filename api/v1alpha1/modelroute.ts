@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Decimal, Name, ObjectMeta, cel, conditions, observedGeneration } from './common.js';
+import { Decimal, Name, ObjectMeta, cel, statusWith } from './common.js';
 
 export const Provider = z
   .enum(['openai', 'anthropic', 'openai-compatible', 'replicate', 'simulator', 'fal', 'gemini', 'ark', 'vertex', 'bedrock', 'azure-openai'])
@@ -203,13 +203,9 @@ export const ModelRouteSpec = z
   });
 export type ModelRouteSpec = z.infer<typeof ModelRouteSpec>;
 
-export const ModelRouteStatus = z
-  .strictObject({
-    model: z.string().optional().describe('The model code clients use (spec.model, else metadata.name), for the MODEL column.'),
-    observedGeneration,
-    conditions,
-  })
-  .describe('Written by the operator; not set by users.');
+export const ModelRouteStatus = statusWith({
+  model: z.string().optional().describe('The model code clients use (spec.model, else metadata.name), for the MODEL column.'),
+});
 
 export const ModelRoute = z.strictObject({
   apiVersion: z.literal('tollgate.dev/v1alpha1'),
