@@ -1,18 +1,20 @@
 /**
- * `npm run bench:memory`: the gateway's memory, each target a `tollgate serve` process of its own
- * (the CLI as users run it, through tsx like `npm start`):
+ * `npm run bench:memory`: the gateway's memory, each target a `tollgate serve` process of its own:
  *
- * - quickstart: `serve --quickstart` (PGlite on a data folder, the simulator in the process),
+ * - quickstart: run as `npm start` runs it (package.json's start script: scripts/start.js, the
+ *   sources transpiled by esbuild, PGlite on a data folder, the simulator in the process),
  *   started on a fresh folder (PGlite runs initdb) and again on the folder it left (a restart);
  *   RSS idle, and after BENCH_MEMORY_REQUESTS chat requests (default 100,000).
- * - postgres: `serve --config DIR --database-url URL` (needs DATABASE_URL; a schema of its own,
- *   dropped at the end) in front of the simulator in its own process: RSS idle, after the same
- *   requests, and per idle SSE stream: BENCH_MEMORY_STREAMS (default 2,000) streaming requests
- *   held open by the simulator's `[sim:slow=…]` (no byte of the answer yet), RSS before and while
- *   they are open.
+ * - floor: the bare Node proxy (bench/chat/floor.ts) in front of the simulator: RSS per idle SSE
+ *   stream, measured as for the gateway below (the floor the per-stream goal is read against).
+ * - postgres: `serve --config DIR --database-url URL` from the sources through tsx (needs
+ *   DATABASE_URL; a schema of its own, dropped at the end) in front of the simulator in its own
+ *   process: RSS idle, after the same requests, and per idle SSE stream: BENCH_MEMORY_STREAMS
+ *   (default 2,000) streaming requests held open by the simulator's `[sim:slow=…]` (no byte of
+ *   the answer yet), RSS before and while they are open. built: the same from dist/.
  *
  * RSS is the target process's VmRSS (/proc), read after a settle of BENCH_MEMORY_SETTLE_MS (default
- * 3000); "+children" adds the processes it started (tsx's esbuild service). Every load ends with the
+ * 5000); "+children" adds the processes it started (tsx's esbuild service, where tsx runs). Every load ends with the
  * books checked through the admin API (ledger verify, nothing held). `-- --json FILE` also writes
  * the figures as JSON (`--from FILE` renders such a file instead of measuring); BENCH_MEMORY_BEFORE=FILE (such a file from an earlier commit) adds a
  * "before" column. Rewrites the "## Memory" section of bench/RESULTS.md (with --no-write, only
@@ -39,7 +41,7 @@ const connections = envNumber('BENCH_MEMORY_CONNECTIONS', 50);
 const settleMs = envNumber('BENCH_MEMORY_SETTLE_MS', 5000);
 const jsonOut = process.argv.includes('--json') ? process.argv[process.argv.indexOf('--json') + 1] : undefined;
 const noWrite = process.argv.includes('--no-write');
-const wanted = (process.env.BENCH_TARGETS ?? 'quickstart,postgres,built').split(',');
+const wanted = (process.env.BENCH_TARGETS ?? 'quickstart,floor,postgres,built').split(',');
 const ADMIN_TOKEN = 'bench-memory-admin';
 
 /** Every figure in MiB (streams: KiB per stream); absent when not measured. */
@@ -69,6 +71,8 @@ export interface Figures {
   builtStreamsKiB?: number;
   builtStreamsHeapKiB?: number;
   builtBooks?: string;
+  /** The bare Node proxy's RSS per idle stream, KiB (the floor the per-stream goal is read against). */
+  floorStreamsKiB?: number;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -110,16 +114,43 @@ interface Serve {
   stop(): Promise<void>;
 }
 
-/** `node bin/tollgate.js serve ARGS` in CWD; resolves when its log says it listens. */
-function serve(args: string[], cwd: string, built = false): Promise<Serve> {
+const startScript = () => (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
+
+/**
+ * package.json's `start` script as npm runs it (`VAR=value … node FLAGS scripts/start.js serve
+ * --quickstart`): its environment, and the arguments after `node`.
+ */
+export function npmStart(script: string): { env: Record<string, string>; args: string[] } {
+  const words = script.trim().split(/\s+/);
+  const env: Record<string, string> = {};
+  while (words.length && /^[A-Z_][A-Z0-9_]*=/.test(words[0]!)) {
+    const [k, ...v] = words.shift()!.split('=');
+    env[k!] = v.join('=');
+  }
+  if (words.shift() !== 'node') throw new Error(`the start script does not run node: ${script}`);
+  return { env, args: words };
+}
+
+/**
+ * `tollgate serve ARGS` in CWD, run as `npm start` runs it (package.json's start script; ARGS
+ * follow its own `serve --quickstart`), from the sources through tsx (bin/tollgate.js in a
+ * checkout), or from the build (dist/, as the image runs it). Resolves when its log says it listens.
+ */
+function serve(args: string[], cwd: string, how: 'npm-start' | 'sources' | 'built'): Promise<Serve> {
   return new Promise((resolve, reject) => {
-    // The sources through tsx (bin/tollgate.js in a checkout, as `npm start`), or the build (dist/, as the image runs it).
-    const main = built ? join(ROOT, 'dist/cli/main.js') : join(ROOT, 'bin/tollgate.js');
-    const child = spawn(process.execPath, [main, 'serve', '--port', '0', '--admin-port', '0', '--admin-token', ADMIN_TOKEN, ...args], {
+    const start = npmStart(startScript());
+    const command =
+      how === 'npm-start'
+        ? start.args.map((a) => (a.startsWith('scripts/') ? join(ROOT, a) : a))
+        : [join(ROOT, how === 'built' ? 'dist/cli/main.js' : 'bin/tollgate.js'), 'serve'];
+    const child = spawn(process.execPath, [...command, '--port', '0', '--admin-port', '0', '--admin-token', ADMIN_TOKEN, ...args], {
       cwd,
       stdio: ['ignore', 'ignore', 'pipe'],
       // The quickstart runs on PGlite only when no DATABASE_URL is in its environment.
-      env: Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'DATABASE_URL' && k !== 'REDIS_URL')),
+      env: {
+        ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'DATABASE_URL' && k !== 'REDIS_URL')),
+        ...(how === 'npm-start' ? start.env : {}),
+      },
     });
     let buf = '';
     let done = false;
@@ -210,8 +241,8 @@ async function books(store: Store, account: string, granted: bigint, answered: n
 async function quickstart(f: Figures): Promise<void> {
   const cwd = mkdtempSync(join(tmpdir(), 'tollgate-memory-'));
   try {
-    const args = ['--quickstart', '--simulator-port', '0'];
-    let s = await serve(args, cwd);
+    const args = ['--simulator-port', '0'];
+    let s = await serve(args, cwd, 'npm-start');
     const pid = s.child.pid!;
     const idle = await settled(pid);
     f.quickstartFirstIdle = idle.rss;
@@ -232,7 +263,7 @@ async function quickstart(f: Figures): Promise<void> {
     const store = await openStore({ dataDir: join(cwd, '.tollgate/pg') });
     f.quickstartBooks = await books(store, 'demo', QUICKSTART_GRANT_CREDITS * MICRO, requests - l.errors).finally(() => store.close());
     log(`quickstart books: ${f.quickstartBooks}`);
-    s = await serve(args, cwd);
+    s = await serve(args, cwd, 'npm-start');
     const again = await settled(s.child.pid!);
     f.quickstartRestartIdle = again.rss;
     f.quickstartRestartIdleTree = again.tree;
@@ -279,7 +310,7 @@ metadata: { name: bench }
 spec: { group: bench, account: bench, keyHash: "${BENCH_KEY_HASH}" }
 `,
     );
-    s = await serve(['--config', dir, '--database-url', url.href], dir, built);
+    s = await serve(['--config', dir, '--database-url', url.href], dir, built ? 'built' : 'sources');
     const pid = s.child.pid!;
     const store = new PostgresStore(databaseUrl, { schema, poolSize: 1 });
     await store.tx((q) => credit(q, { account: 'bench', operationId: 'bench-memory-grant', amount: GRANT }));
@@ -294,7 +325,7 @@ spec: { group: bench, account: bench, keyHash: "${BENCH_KEY_HASH}" }
     }
     // A few requests first, so that what every first request sets up is not counted per stream.
     await load(s.api, BENCH_KEY, 'sim-gpt', 200);
-    const st = await idleStreams(s, pid);
+    const st = await idleStreams(s.api, pid, s.admin);
     log(
       `${name}: ${streams} idle streams (${st.fds} more file descriptors in the gateway): ${st.base.toFixed(0)} -> ${st.open.toFixed(0)} MiB, ${st.kib.toFixed(1)} KiB RSS and ${st.heapKib.toFixed(1)} KiB JS heap per stream`,
     );
@@ -332,16 +363,37 @@ spec: { group: bench, account: bench, keyHash: "${BENCH_KEY_HASH}" }
   }
 }
 
+/** The bare Node proxy (bench/chat/floor.ts) in front of the simulator, both processes of their own: per idle stream. */
+async function floor(f: Figures): Promise<void> {
+  const sim = await startChild(['sim']);
+  // Every stream gets its upstream connection, as in the gateway (the floor's pool otherwise queues past 256).
+  const fl = await startChild(['floor', sim.url], { BENCH_FLOOR_CONNECTIONS: String(streams * 2) });
+  try {
+    const pid = fl.child.pid!;
+    await load(fl.url, BENCH_KEY, 'sim-gpt', 200);
+    const st = await idleStreams(fl.url, pid);
+    f.floorStreamsKiB = st.kib;
+    log(
+      `floor: ${streams} idle streams (${st.fds} more file descriptors): ${st.base.toFixed(0)} -> ${st.open.toFixed(0)} MiB, ${st.kib.toFixed(1)} KiB RSS per stream`,
+    );
+  } finally {
+    fl.child.kill('SIGTERM');
+    sim.child.kill('SIGTERM');
+  }
+}
+
 /** Streams held open: each waits for its first byte from the simulator ([sim:slow=…]). */
-async function idleStreams(s: Serve, pid: number): Promise<{ base: number; open: number; fds: number; kib: number; heapKib: number }> {
+async function idleStreams(api: string, pid: number, admin?: string): Promise<{ base: number; open: number; fds: number; kib: number; heapKib: number }> {
+  // The gateway's own heap figure; the floor has no admin port.
   const heap = async () => {
-    const r = await fetch(`${s.admin}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    if (!admin) return NaN;
+    const r = await fetch(`${admin}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
     const m = /^nodejs_heap_size_used_bytes (\S+)$/m.exec(await r.text());
     return m ? Number(m[1]) / 1024 : NaN;
   };
   const base = await settled(pid);
   const heapBase = await heap();
-  const pool = new Pool(s.api, { connections: streams, pipelining: 1 });
+  const pool = new Pool(api, { connections: streams, pipelining: 1 });
   const body = JSON.parse(chatBody('sim-gpt', true)) as { messages: { content: string }[] };
   body.messages.at(-1)!.content += ' [sim:slow=120000]';
   const payload = Buffer.from(JSON.stringify(body));
@@ -399,7 +451,7 @@ function render(f: Figures, before: Figures | undefined): string {
     SECTION,
     '',
     `${measuredBy(`npm run bench:memory`)}, ${process.platform}; load average ${loadavg()[0]!.toFixed(1)} at the end.`,
-    `Each target is a \`tollgate serve\` process of its own, run through tsx as \`npm start\` runs it. RSS is the target's own VmRSS after ${settleMs / 1000} s idle; "with children" adds the processes it started (tsx's esbuild service). Load: ${requests.toLocaleString('en')} chat requests (every other one streamed) on ${connections} keep-alive connections. Idle streams: ${streams.toLocaleString('en')} streaming requests held open by the simulator's \`[sim:slow=120000]\` (headers not yet sent: the gateway holds the client's and the upstream's socket and the request), RSS and JS heap while they are open minus before.`,
+    `Each target is a \`tollgate serve\` process of its own: the quickstart as \`npm start\` runs it (\`${startScript()}\`), the PostgreSQL gateway from the sources through tsx and from dist/. RSS is the target's own VmRSS after ${settleMs / 1000} s idle; "with children" adds the processes it started (tsx's esbuild service, where tsx runs). Load: ${requests.toLocaleString('en')} chat requests (every other one streamed) on ${connections} keep-alive connections. Idle streams: ${streams.toLocaleString('en')} streaming requests held open by the simulator's \`[sim:slow=120000]\` (headers not yet sent: the gateway holds the client's and the upstream's socket and the request), RSS and JS heap while they are open minus before.`,
     '',
     head,
     row('quickstart, first start (initdb), idle MiB', '≤ 250', 'quickstartFirstIdle'),
@@ -418,6 +470,7 @@ function render(f: Figures, before: Figures | undefined): string {
     row('PostgreSQL gateway built (dist/, as the image runs it), idle MiB', '≤ 120', 'builtIdle'),
     row('built, per idle stream, RSS KiB', '≤ 20', 'builtStreamsKiB', 1),
     row('built, per idle stream, JS heap KiB', '', 'builtStreamsHeapKiB', 1),
+    row('bare Node proxy (floor: node:http -> undici Pool, nothing parsed), per idle stream, RSS KiB', '', 'floorStreamsKiB', 1),
     '',
     `Books after each target's clean shutdown: quickstart: ${f.quickstartBooks ?? '—'}; PostgreSQL: ${f.postgresBooks ?? '—'}; built: ${f.builtBooks ?? '—'}.`,
     '',
@@ -442,6 +495,7 @@ async function main(): Promise<void> {
   const f: Figures = from ? (JSON.parse(readFileSync(from, 'utf8')) as Figures) : { commit };
   if (from) wanted.length = 0;
   if (wanted.includes('quickstart')) await quickstart(f);
+  if (wanted.includes('floor')) await floor(f);
   if (wanted.includes('postgres')) {
     if (process.env.DATABASE_URL) await postgres(f, process.env.DATABASE_URL, false);
     else log('postgres: skipped (no DATABASE_URL)');

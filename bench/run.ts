@@ -110,7 +110,7 @@ async function main(): Promise<void> {
   nodeVersion = execFileSync(await imageNode(), ['--version'], { encoding: 'utf8' }).trim();
   const sim = await startChild(['sim']);
   const targets: Target[] = [{ name: 'direct', title: 'simulator, called directly', url: sim.url, pid: sim.child.pid!, stop: () => {}, gateway: false }];
-  // The gateway runs compiled, as the image runs it, unless `compiled` is false (`npm start` runs it through tsx).
+  // The gateway runs compiled, as the image runs it, unless `compiled` is false (through tsx, from the sources).
   const child = async (name: string, title: string, args: string[], env: Record<string, string>, gateway: boolean, compiled = gateway) => {
     const c = await startChild(args, env, compiled);
     targets.push({ name, title, url: c.url, pid: c.child.pid!, stop: () => c.child.kill('SIGTERM'), gateway });
@@ -134,7 +134,7 @@ async function main(): Promise<void> {
     if (wantedTargets.includes('pglite'))
       await child(
         'pglite',
-        'Tollgate as `npm start` runs it (tsx; PGlite in a data folder, charges durable in the billing journal)',
+        "Tollgate on the quickstart's store (through tsx; PGlite in a data folder, charges durable in the billing journal)",
         ['gateway', sim.url],
         { BENCH_DATA: 'disk' },
         true,
@@ -188,7 +188,7 @@ function render(rows: Row[], targets: Target[], idleRss: Map<string, number>, us
     `${measuredBy(`npm run bench${quick ? ' -- --quick' : ''}`)}, ${process.platform}.`,
     `Every target runs as its own process beside the simulator; load from ${useWrk ? 'wrk (50 connections) and the Node load generator (1 connection: it measures the first byte)' : 'the Node load generator (undici Pool, keep-alive, closed loop)'}; ${durationMs / 1000} s per scenario after ${warmupMs / 1000} s of warm-up. Load average: ${loadAtStart.toFixed(1)} at the start, ${loadavg()[0]!.toFixed(1)} at the end.`,
     'Request: POST /v1/chat/completions, a 2 KB body, a 12-word answer (SSE: 15 events). CPU is the target process’s own (user + system, /proc) per request served.',
-    `The floor, postgres and no-billing run compiled by tsc on Node ${nodeVersion} (as the image runs the gateway); pglite runs through tsx on Node ${process.version} (as \`npm start\` does).`,
+    `The floor, postgres and no-billing run compiled by tsc on Node ${nodeVersion} (as the image runs the gateway); pglite runs from the sources through tsx on Node ${process.version} (the quickstart's store; \`npm start\` runs the same JavaScript, transpiled before it starts).`,
     '',
     '| target | mode | conns | req/s | % of direct | CPU µs/req | × floor CPU | p50 / p99 ms | added p50 ms | added TTFB ms | errors |',
     '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',

@@ -1,7 +1,9 @@
+import { realpathSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export const QUICKSTART_DIR = fileURLToPath(new URL('../examples/quickstart/', import.meta.url));
+// Real, so logs name the checkout's folder when this runs from `npm start`'s build (scripts/start.js links examples/ there).
+export const QUICKSTART_DIR = realpathSync(fileURLToPath(new URL('../examples/quickstart/', import.meta.url)));
 
 /**
  * Standalone ApiKey manifests: the folders the gateway reads them from, and the one new keys

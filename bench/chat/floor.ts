@@ -5,10 +5,11 @@ import { Pool } from 'undici';
 /**
  * The bare Node proxy floor: node:http in front of an undici Pool to the simulator, bodies piped
  * both ways, nothing parsed, no auth, no billing: what any Node gateway pays at least. Returns
- * its URL and a close function.
+ * its URL and a close function. `connections`: the most upstream connections at once (more
+ * requests wait in the pool).
  */
-export async function startFloor(target: string): Promise<{ url: string; close(): Promise<void> }> {
-  const pool = new Pool(target, { connections: 256, keepAliveTimeout: 60_000 });
+export async function startFloor(target: string, connections = 256): Promise<{ url: string; close(): Promise<void> }> {
+  const pool = new Pool(target, { connections, keepAliveTimeout: 60_000 });
   const server = createServer((req, res) => {
     pool
       .request({

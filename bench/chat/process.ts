@@ -47,7 +47,7 @@ export function compiledServers(): string {
 }
 
 /**
- * `bench/chat/servers.ts ARGS` in a process of its own, through tsx (as `npm start` runs) or
+ * `bench/chat/servers.ts ARGS` in a process of its own, through tsx (from the sources) or
  * compiled on the image's Node (`compiled`: as the image runs); resolves with the URL it prints when listening.
  */
 export async function startChild(args: string[], env: Record<string, string> = {}, compiled = false): Promise<{ child: ChildProcess; url: string }> {

@@ -5,7 +5,7 @@
  * the profile is summarised: self time by function, inclusive time of the project's functions,
  * and self time by area (node internals, undici, each project folder, GC). The raw profile is
  * kept (open it in Chrome DevTools or speedscope for a flame graph). The gateway runs compiled
- * (as the image runs it); BENCH_TSX=1 runs it through tsx (as `npm start` does).
+ * (as the image runs it); BENCH_TSX=1 runs it through tsx (from the sources).
  */
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -117,7 +117,7 @@ async function main(): Promise<void> {
     if (!process.env.DATABASE_URL) throw new Error('postgres: set DATABASE_URL');
     env.BENCH_DATABASE_URL = process.env.DATABASE_URL;
   }
-  // Compiled, as the image runs it; BENCH_TSX=1: through tsx, as `npm start` does.
+  // Compiled, as the image runs it; BENCH_TSX=1: through tsx, from the sources.
   const gw = await startChild(['gateway', sim.url], env, process.env.BENCH_TSX !== '1');
   try {
     const load = {

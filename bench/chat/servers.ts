@@ -29,7 +29,8 @@ const noBilling = (): Billing => ({ holdChat: async () => ({ heldMicro: 0n, sett
 async function main(): Promise<void> {
   const [what, simUrl] = process.argv.slice(2);
   if (what === 'floor') {
-    const floor = await startFloor(simUrl!);
+    // BENCH_FLOOR_CONNECTIONS: bench:memory holds thousands of streams open through it.
+    const floor = await startFloor(simUrl!, Number(process.env.BENCH_FLOOR_CONNECTIONS ?? 256));
     exitOnSignal(() => floor.close());
     process.stdout.write(`${JSON.stringify({ url: floor.url })}\n`);
     return;
