@@ -8,6 +8,7 @@
  *   [sim:tool]      call a tool (the first given) even when tool_choice leaves it to the model
  *   [sim:tool=N]    N calls in one turn (the given tools in turn), unless parallel calls are off
  *   [sim:slow=MS]   delay the first byte by MS
+ *   [sim:pause=MS]  streams: send the head at once, then wait MS before the first event
  *   [sim:tokens=N]  answer with N output words (default: a short sentence)
  *   [sim:frayed]    stream the way some servers and proxies do: no `event:` lines (the type in the
  *                   data only), CRLF line ends, a comment and an unknown event after the first event, every event written in 7-byte pieces;
@@ -18,6 +19,8 @@ export interface Directives {
   fail: boolean;
   cut: boolean;
   slowMs: number;
+  /** Streams: the wait between the head and the first event. */
+  pauseMs: number;
   /** How many tool calls to make in one turn (0: none unless tool_choice forces one). */
   tool: number;
   tokens?: number;
@@ -27,7 +30,7 @@ export interface Directives {
 const RE = /\[sim:([a-z0-9]+)(?:=(\d+))?\]/g;
 
 export function parseDirectives(text: string): Directives {
-  const d: Directives = { fail: false, cut: false, slowMs: 0, tool: 0, frayed: false };
+  const d: Directives = { fail: false, cut: false, slowMs: 0, pauseMs: 0, tool: 0, frayed: false };
   if (!text.includes('[sim:')) return d;
   for (const m of text.matchAll(RE)) {
     const name = m[1];
@@ -39,6 +42,7 @@ export function parseDirectives(text: string): Directives {
     else if (name === 'tool') d.tool = Math.min(Math.max(n ?? 1, 1), 8);
     else if (name === 'frayed') d.frayed = true;
     else if (name === 'slow' && n !== undefined) d.slowMs = n;
+    else if (name === 'pause' && n !== undefined) d.pauseMs = n;
     else if (name === 'tokens' && n !== undefined) d.tokens = Math.min(n, 100_000);
   }
   return d;

@@ -14,6 +14,7 @@ export class SimStream {
   private content = 0;
   private stopped = false;
   private events = 0;
+  private paused = false;
 
   constructor(
     private readonly r: SimRequest,
@@ -37,6 +38,12 @@ export class SimStream {
       await sleep(20);
       r.res.destroy();
       return false;
+    }
+    if (this.d.pauseMs > 0 && !this.paused) {
+      this.paused = true;
+      r.res.flushHeaders();
+      await sleep(this.d.pauseMs, r.signal);
+      if (r.signal.aborted) return false;
     }
     if (r.sim.chunkDelayMs > 0) {
       await sleep(r.sim.chunkDelayMs, r.signal);

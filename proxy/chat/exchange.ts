@@ -2,7 +2,7 @@ import type { OutgoingHttpHeaders } from 'node:http';
 import type { ChatCharge, ChatSettlement } from '../billing/index.js';
 import type { RequestContext } from '../http/context.js';
 import { estimateTokens, type Usage } from '../ir/usage.js';
-import { coalesce, uncork } from './relay.js';
+import { holdHead, uncork } from './relay.js';
 
 /**
  * One chat request after its hold, as an explicit state machine:
@@ -70,12 +70,11 @@ export class ChatExchange {
     this.ctx.res.end(bytes);
   }
 
-  /** The head of a streamed answer goes out at once, with the first events when they came with it. */
+  /** The head of a streamed answer goes out with its first events (or alone, if they are slow to come). */
   startStream(status: number, headers: OutgoingHttpHeaders): void {
     this.expect('a stream', 'sent');
-    coalesce(this.ctx.res);
     this.ctx.res.writeHead(status, headers);
-    this.ctx.res.flushHeaders();
+    holdHead(this.ctx.res);
     this.outcome.httpStatus = status;
     this.phase = 'streaming';
   }

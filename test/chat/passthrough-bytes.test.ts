@@ -49,6 +49,26 @@ function dataOf(sent: Buffer): Record<string, any>[] {
     .map((l) => JSON.parse(l.slice(6)) as Record<string, any>);
 }
 
+describe("a stream's head", () => {
+  it('goes out alone when the upstream sends its head and then pauses before the first event', async () => {
+    const t0 = performance.now();
+    const r = await request(`${stack.gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'x-request-id': rid('b-pause') },
+      body: JSON.stringify({ model: 'sim-gpt', stream: true, messages: [{ role: 'user', content: 'hello [sim:pause=1500]' }] }),
+    });
+    const head = performance.now() - t0;
+    const text = await r.body.text();
+    const whole = performance.now() - t0;
+    expect(r.statusCode).toBe(200);
+    expect(r.headers['content-type']).toMatch(/^text\/event-stream/);
+    // The client knows its stream is open long before the first event comes.
+    expect(head).toBeLessThan(1000);
+    expect(whole).toBeGreaterThanOrEqual(1400);
+    expect(text).toMatch(/data: \[DONE\]\n\n$/);
+  });
+});
+
 describe('passthrough streams are relayed byte for byte while the tap reads usage', () => {
   it('Anthropic Messages', async () => {
     const id = rid('b-msg');
