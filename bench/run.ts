@@ -5,7 +5,7 @@
  * it is installed; the gateway with billing on PostgreSQL (when DATABASE_URL is set), as the
  * quickstart ships it (PGlite in a data folder, billing journal) and with billing off. Scenarios: Chat Completions, JSON
  * and SSE, 1 and 50 keep-alive connections. For each: requests/s, p50/p99, time to first byte
- * (1 connection), the target's own CPU per request (from /proc) and its RSS. Rewrites the
+ * (1 connection), the target's own CPU and write system calls per request (from /proc) and its RSS. Rewrites the
  * "## Chat overhead" section of bench/RESULTS.md.
  *
  * Load: wrk (Debian's `wrk`) at 50 connections when installed (a C load generator leaves the
@@ -22,7 +22,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BENCH_KEY, chatBody } from './chat/config.js';
 import { runLoad, type LoadResult } from './chat/load.js';
-import { cpuTicks, imageNode, rssMiB, startChild, TICK_US } from './chat/process.js';
+import { cpuTicks, imageNode, rssMiB, startChild, TICK_US, writeCalls } from './chat/process.js';
 import { runWrk, wrkAvailable } from './chat/wrk.js';
 import { envNumber } from './env.js';
 import { measuredBy, writeSection } from './results.js';
@@ -53,6 +53,8 @@ interface Row {
   load: LoadResult;
   /** The target process's own CPU (user + system) per request, µs. */
   cpuUs: number;
+  /** Write system calls per request served. */
+  writes: number;
   rssMiB: number;
 }
 
@@ -159,12 +161,14 @@ async function main(): Promise<void> {
           // The warm-up runs first, then the counted window: CPU is read around the whole call
           // and divided by every request served in it (warm-up included, estimated at the same rate).
           const before = cpuTicks(t.pid);
+          const writesBefore = writeCalls(t.pid);
           const t0 = performance.now();
           const load = useWrk && connections > 1 ? await runWrk(opts) : await runLoad(opts);
           const wall = (performance.now() - t0) / 1000;
           const ticks = cpuTicks(t.pid) - before;
           const served = load.rps * wall;
-          rows.push({ target: t.name, mode, connections, load, cpuUs: (ticks * TICK_US) / served, rssMiB: rssMiB(t.pid) });
+          const writes = (writeCalls(t.pid) - writesBefore) / served;
+          rows.push({ target: t.name, mode, connections, load, cpuUs: (ticks * TICK_US) / served, writes, rssMiB: rssMiB(t.pid) });
           process.stderr.write(
             `${t.name} ${mode} x${connections}: ${load.rps.toFixed(0)} rps, p50 ${load.p50.toFixed(3)} ms, cpu ${((ticks * TICK_US) / served).toFixed(1)} µs/req, errors ${load.errors}\n`,
           );
@@ -187,18 +191,18 @@ function render(rows: Row[], targets: Target[], idleRss: Map<string, number>, us
     '',
     `${measuredBy(`npm run bench${quick ? ' -- --quick' : ''}`)}, ${process.platform}.`,
     `Every target runs as its own process beside the simulator; load from ${useWrk ? 'wrk (50 connections) and the Node load generator (1 connection: it measures the first byte)' : 'the Node load generator (undici Pool, keep-alive, closed loop)'}; ${durationMs / 1000} s per scenario after ${warmupMs / 1000} s of warm-up. Load average: ${loadAtStart.toFixed(1)} at the start, ${loadavg()[0]!.toFixed(1)} at the end.`,
-    'Request: POST /v1/chat/completions, a 2 KB body, a 12-word answer (SSE: 15 events). CPU is the target process’s own (user + system, /proc) per request served.',
+    'Request: POST /v1/chat/completions, a 2 KB body, a 12-word answer (SSE: 15 events). CPU is the target process’s own (user + system, /proc) per request served; writes/req its write system calls per request (/proc/PID/io), which unlike CPU hardly move with how busy the machine is.',
     `The floor, postgres and no-billing run compiled by tsc on Node ${nodeVersion} (as the image runs the gateway); pglite runs from the sources through tsx on Node ${process.version} (the quickstart's store; \`npm start\` runs the same JavaScript, transpiled before it starts).`,
     '',
-    '| target | mode | conns | req/s | % of direct | CPU µs/req | × floor CPU | p50 / p99 ms | added p50 ms | added TTFB ms | errors |',
-    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| target | mode | conns | req/s | % of direct | CPU µs/req | × floor CPU | writes/req | p50 / p99 ms | added p50 ms | added TTFB ms | errors |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   for (const r of rows) {
     const direct = rows.find((d) => d.target === 'direct' && d.mode === r.mode && d.connections === r.connections)!;
     const floor = rows.find((d) => d.target === 'floor' && d.mode === r.mode && d.connections === r.connections);
     const isDirect = r.target === 'direct';
     lines.push(
-      `| ${r.target} | ${r.mode} | ${r.connections} | ${r.load.rps.toFixed(0)} | ${isDirect ? '100%' : `${((r.load.rps / direct.load.rps) * 100).toFixed(0)}%`} | ${isDirect ? '—' : fx(r.cpuUs, 1)} | ${isDirect || !floor ? '—' : `${(r.cpuUs / floor.cpuUs).toFixed(2)}×`} | ${fx(r.load.p50)} / ${fx(r.load.p99)} | ${isDirect ? '—' : signed(r.load.p50 - direct.load.p50)} | ${isDirect ? '—' : signed(r.load.ttfb50 - direct.load.ttfb50)} | ${r.load.errors} |`,
+      `| ${r.target} | ${r.mode} | ${r.connections} | ${r.load.rps.toFixed(0)} | ${isDirect ? '100%' : `${((r.load.rps / direct.load.rps) * 100).toFixed(0)}%`} | ${isDirect ? '—' : fx(r.cpuUs, 1)} | ${isDirect || !floor ? '—' : `${(r.cpuUs / floor.cpuUs).toFixed(2)}×`} | ${isDirect ? '—' : fx(r.writes, 2)} | ${fx(r.load.p50)} / ${fx(r.load.p99)} | ${isDirect ? '—' : signed(r.load.p50 - direct.load.p50)} | ${isDirect ? '—' : signed(r.load.ttfb50 - direct.load.ttfb50)} | ${r.load.errors} |`,
     );
   }
   lines.push('', '| target | what it is | RSS idle MiB | RSS after load MiB |', '|---|---|---:|---:|');

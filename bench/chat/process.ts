@@ -78,6 +78,19 @@ export function cpuTicks(pid: number): number {
   }
 }
 
+/**
+ * The process's write system calls so far (/proc/PID/io `syscw`: write, writev, sendmsg…): a
+ * count that does not depend on how busy the machine is, unlike its CPU time.
+ */
+export function writeCalls(pid: number): number {
+  try {
+    const m = /^syscw: (\d+)$/m.exec(readFileSync(`/proc/${pid}/io`, 'utf8'));
+    return m ? Number(m[1]) : NaN;
+  } catch {
+    return NaN;
+  }
+}
+
 export function rssMiB(pid: number): number {
   try {
     const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
