@@ -5,7 +5,9 @@
  * the profile is summarised: self time by function, inclusive time of the project's functions,
  * and self time by area (node internals, undici, each project folder, GC). The raw profile is
  * kept (open it in Chrome DevTools or speedscope for a flame graph). The gateway runs compiled
- * (as the image runs it); BENCH_TSX=1 runs it through tsx (from the sources).
+ * (as the image runs it); BENCH_TSX=1 runs it through tsx (from the sources). BENCH_CONNECTIONS
+ * (default 50) sets the load's connections. The profile is of the main thread only: the process's
+ * CPU in /proc also counts V8's worker threads (garbage collection, compilation).
  */
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -125,7 +127,7 @@ async function main(): Promise<void> {
       path: '/v1/chat/completions',
       headers: { authorization: `Bearer ${BENCH_KEY}` },
       body: chatBody('sim-gpt', mode === 'stream'),
-      connections: 50,
+      connections: Number(process.env.BENCH_CONNECTIONS ?? 50),
       warmupMs: 2000,
       durationMs: seconds * 1000,
     };
