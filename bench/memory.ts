@@ -128,7 +128,7 @@ const startScript = () => (JSON.parse(readFileSync(join(ROOT, 'package.json'), '
  * package.json's `start` script as npm runs it (`VAR=value … node FLAGS scripts/start.js serve
  * --quickstart`): its environment, and the arguments after `node`.
  */
-export function npmStart(script: string): { env: Record<string, string>; args: string[] } {
+function npmStart(script: string): { env: Record<string, string>; args: string[] } {
   const words = script.trim().split(/\s+/);
   const env: Record<string, string> = {};
   while (words.length && /^[A-Z_][A-Z0-9_]*=/.test(words[0]!)) {
