@@ -39,6 +39,8 @@ export class BillingEngine implements Billing {
   private readonly spend: SpendLimits;
   private readonly commits: GroupCommit;
   private readonly timers: NodeJS.Timeout[] = [];
+  /** What the timers started and has not finished. */
+  private readonly running = new Set<Promise<unknown>>();
   private closing: Promise<void> | undefined;
   /** Chat requests holding credits on this replica (admitted, not yet settled). */
   private inflight = 0;
@@ -58,13 +60,13 @@ export class BillingEngine implements Billing {
     this.leases = new Leases(store, log, settings, this.replica, this.metrics);
     this.spend = new SpendLimits(store);
     const every = (ms: number, fn: () => unknown, what: string) => {
-      const t = setInterval(
-        () =>
-          void Promise.resolve()
-            .then(fn)
-            .catch((err: Error) => this.log.error(`billing ${what} failed`, { error: err.message })),
-        ms,
-      );
+      const t = setInterval(() => {
+        const run = Promise.resolve()
+          .then(fn)
+          .catch((err: Error) => this.log.error(`billing ${what} failed`, { error: err.message }));
+        this.running.add(run);
+        void run.finally(() => this.running.delete(run));
+      }, ms);
       t.unref();
       this.timers.push(t);
     };
@@ -228,6 +230,8 @@ export class BillingEngine implements Billing {
     return (this.closing ??= (async () => {
       for (const t of this.timers) clearInterval(t);
       this.commits.stopping();
+      // A sweep or lease upkeep under way finishes first: it would otherwise meet a closed store.
+      await Promise.all(this.running);
       await this.started;
       await this.commits.drain();
       // What the store has is deleted from the journal; what it could not take stays for the next start.

@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { accountState, credit, hold, verifyLedger } from '../../proxy/billing/ledger.js';
+import { meteredBilling } from '../../proxy/billing/engine.js';
 import { sweepExpiredHolds } from '../../proxy/billing/sweeper.js';
 import type { Store } from '../../proxy/store/index.js';
+import { createLogger } from '../../kernel/log.js';
 import { disposeStore, storeCases } from '../support/stores.js';
 import { C } from './support.js';
 
@@ -43,6 +45,43 @@ for (const sc of storeCases()) {
       expect(open.rows.map((r) => r.hold_id)).toEqual(['lease:alive', 'task:t1']);
       expect(await accountState(store, 'a')).toEqual({ balance: 100n * C, held: 2n * C });
       expect(await verifyLedger(store)).toEqual([]);
+    });
+
+    it("a billing engine that closes waits for its timers' work under way: nothing reaches the store once close() returns", async () => {
+      // The store, except that the second sweep (the first from the timer; the first runs at start
+      // and close() always waited for it) is slow to read its holds.
+      let sweeps = 0;
+      let closed = false;
+      let late = 0;
+      let timerSweep!: () => void;
+      const underWay = new Promise<void>((r) => (timerSweep = r));
+      const slow: Store = {
+        kind: store.kind,
+        query: (sql, params) => store.query(sql, params),
+        tx: (fn) =>
+          store.tx((q) =>
+            fn({
+              query: async <R>(sql: string, params?: unknown[]) => {
+                if (sql.includes('expires_at < now()') && ++sweeps === 2) {
+                  timerSweep();
+                  await new Promise((r) => setTimeout(r, 300));
+                }
+                const r = await q.query<R>(sql, params);
+                if (closed) late++;
+                return r;
+              },
+            }),
+          ),
+        close: () => store.close(),
+      };
+      const engine = meteredBilling({ store: slow, log: createLogger({}, 'error') }, { sweepIntervalMs: 20 });
+      await underWay;
+      await engine.close();
+      closed = true;
+      await new Promise((r) => setTimeout(r, 400));
+      // The gateway closes its store next: a sweep still running then fails and logs an error.
+      expect(late).toBe(0);
+      expect(sweeps).toBe(2);
     });
   });
 }
