@@ -136,11 +136,10 @@ async function main(): Promise<void> {
     if (wantedTargets.includes('pglite'))
       await child(
         'pglite',
-        "Tollgate on the quickstart's store (through tsx; PGlite in a data folder, charges durable in the billing journal)",
+        "Tollgate on the quickstart's store (compiled; PGlite in a data folder, charges durable in the billing journal)",
         ['gateway', sim.url],
         { BENCH_DATA: 'disk' },
         true,
-        false,
       );
     if (wantedTargets.includes('no-billing'))
       await child('no-billing', 'Tollgate, chat path alone (billing off; compiled)', ['gateway', sim.url], { BENCH_BILLING: 'none' }, true);
@@ -192,7 +191,7 @@ function render(rows: Row[], targets: Target[], idleRss: Map<string, number>, us
     `${measuredBy(`npm run bench${quick ? ' -- --quick' : ''}`)}, ${process.platform}.`,
     `Every target runs as its own process beside the simulator; load from ${useWrk ? 'wrk (50 connections) and the Node load generator (1 connection: it measures the first byte)' : 'the Node load generator (undici Pool, keep-alive, closed loop)'}; ${durationMs / 1000} s per scenario after ${warmupMs / 1000} s of warm-up. Load average: ${loadAtStart.toFixed(1)} at the start, ${loadavg()[0]!.toFixed(1)} at the end.`,
     'Request: POST /v1/chat/completions, a 2 KB body, a 12-word answer (SSE: 15 events). CPU is the target process’s own (user + system, /proc) per request served; writes/req its write system calls per request (/proc/PID/io), which unlike CPU hardly move with how busy the machine is.',
-    `The floor, postgres and no-billing run compiled by tsc on Node ${nodeVersion} (as the image runs the gateway); pglite runs from the sources through tsx on Node ${process.version} (the quickstart's store; \`npm start\` runs the same JavaScript, transpiled before it starts).`,
+    `The floor and every gateway run compiled by tsc on Node ${nodeVersion} (as the image runs the gateway; \`npm start\` runs the same JavaScript, transpiled by esbuild, on the Node it finds), so that the rows differ by what they do, not by runtime (see bench/chat/NOTES.md for PGlite on Node 20).`,
     '',
     '| target | mode | conns | req/s | % of direct | CPU µs/req | × floor CPU | writes/req | p50 / p99 ms | added p50 ms | added TTFB ms | errors |',
     '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',

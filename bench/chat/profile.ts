@@ -115,6 +115,8 @@ async function main(): Promise<void> {
   const sim = await startChild(['sim']);
   const env: Record<string, string> = { BENCH_CPU_PROFILE: file };
   if (target === 'no-billing') env.BENCH_BILLING = 'none';
+  // As `npm run bench` runs it: the quickstart's shape, PGlite in a data folder with the billing journal.
+  if (target === 'pglite') env.BENCH_DATA = 'disk';
   if (target === 'postgres') {
     if (!process.env.DATABASE_URL) throw new Error('postgres: set DATABASE_URL');
     env.BENCH_DATABASE_URL = process.env.DATABASE_URL;
