@@ -10,9 +10,10 @@
  *
  * Load: wrk (Debian's `wrk`) at 50 connections when installed (a C load generator leaves the
  * cores to the targets), the Node load generator otherwise and at 1 connection (it measures the
- * first byte). Settings (environment): BENCH_DURATION_MS (per scenario, default 8000; --quick
- * 3000), BENCH_WARMUP_MS (default 1000), BENCH_CONNECTIONS (default "1,50"), BENCH_TARGETS
- * (default every target: "floor,nginx,postgres,pglite,no-billing").
+ * first byte). Settings (environment): BENCH_ROUNDS (default 3; --quick 1: each scenario runs
+ * that many times, the targets taking turns), BENCH_DURATION_MS (per round, default 3000),
+ * BENCH_WARMUP_MS (before the first round, default 1000), BENCH_CONNECTIONS (default "1,50"),
+ * BENCH_TARGETS (default every target: "floor,nginx,postgres,pglite,no-billing").
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -31,8 +32,9 @@ const NOTES = fileURLToPath(new URL('./chat/NOTES.md', import.meta.url));
 const SECTION = '## Chat overhead';
 
 const quick = process.argv.includes('--quick');
-const durationMs = envNumber('BENCH_DURATION_MS', quick ? 3000 : 8000);
+const durationMs = envNumber('BENCH_DURATION_MS', 3000);
 const warmupMs = envNumber('BENCH_WARMUP_MS', 1000);
+const rounds = envNumber('BENCH_ROUNDS', quick ? 1 : 3);
 const connectionsList = (process.env.BENCH_CONNECTIONS ?? '1,50').split(',').map(Number);
 const wantedTargets = (process.env.BENCH_TARGETS ?? 'floor,nginx,postgres,pglite,no-billing').split(',');
 
@@ -46,17 +48,35 @@ interface Target {
   gateway: boolean;
 }
 
-interface Row {
-  target: string;
-  mode: 'json' | 'stream';
-  connections: number;
+/** One round of one scenario on one target. */
+interface Sample {
   load: LoadResult;
   /** The target process's own CPU (user + system) per request, µs. */
   cpuUs: number;
   /** Write system calls per request served. */
   writes: number;
+}
+
+interface Row {
+  target: string;
+  mode: 'json' | 'stream';
+  connections: number;
+  /** One per round, in round order (round i of every target ran within seconds of the others'). */
+  samples: Sample[];
   rssMiB: number;
 }
+
+function median(xs: number[]): number {
+  const s = xs.filter(Number.isFinite).sort((a, b) => a - b);
+  if (s.length === 0) return NaN;
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+/** The median over rounds of a figure of one row. */
+const med = (r: Row, f: (s: Sample) => number) => median(r.samples.map(f));
+/** The median over rounds of a figure against another target's in the same round (a ratio, a difference). */
+const paired = (r: Row, base: Row, f: (s: Sample, b: Sample) => number) => median(r.samples.map((s, i) => (base.samples[i] ? f(s, base.samples[i]) : NaN)));
 
 function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -145,33 +165,41 @@ async function main(): Promise<void> {
       await child('no-billing', 'Tollgate, chat path alone (billing off; compiled)', ['gateway', sim.url], { BENCH_BILLING: 'none' }, true);
     for (const t of targets) idleRss.set(t.name, rssMiB(t.pid));
 
+    // Rounds interleave the targets: a scenario's figures are medians over rounds, and its ratios
+    // compare each round's gateway with the floor of the same round, seconds apart, so a change of
+    // the machine's load during the run weighs on both sides alike.
     for (const connections of connectionsList) {
       for (const mode of ['json', 'stream'] as const) {
-        for (const t of targets) {
-          const opts = {
-            url: t.url,
-            path: '/v1/chat/completions',
-            connections,
-            warmupMs,
-            durationMs,
-            headers: t.gateway ? { authorization: `Bearer ${BENCH_KEY}` } : ({} as Record<string, string>),
-            body: chatBody(t.gateway ? 'sim-gpt' : 'gpt-sim', mode === 'stream'),
-          };
-          // The warm-up runs first, then the counted window: CPU is read around the whole call
-          // and divided by every request served in it (warm-up included, estimated at the same rate).
-          const before = cpuTicks(t.pid);
-          const writesBefore = writeCalls(t.pid);
-          const t0 = performance.now();
-          const load = useWrk && connections > 1 ? await runWrk(opts) : await runLoad(opts);
-          const wall = (performance.now() - t0) / 1000;
-          const ticks = cpuTicks(t.pid) - before;
-          const served = load.rps * wall;
-          const writes = (writeCalls(t.pid) - writesBefore) / served;
-          rows.push({ target: t.name, mode, connections, load, cpuUs: (ticks * TICK_US) / served, writes, rssMiB: rssMiB(t.pid) });
-          process.stderr.write(
-            `${t.name} ${mode} x${connections}: ${load.rps.toFixed(0)} rps, p50 ${load.p50.toFixed(3)} ms, cpu ${((ticks * TICK_US) / served).toFixed(1)} µs/req, errors ${load.errors}\n`,
-          );
-        }
+        for (let round = 0; round < rounds; round++)
+          for (const t of targets) {
+            const opts = {
+              url: t.url,
+              path: '/v1/chat/completions',
+              connections,
+              warmupMs: round === 0 ? warmupMs : 0,
+              durationMs,
+              headers: t.gateway ? { authorization: `Bearer ${BENCH_KEY}` } : ({} as Record<string, string>),
+              body: chatBody(t.gateway ? 'sim-gpt' : 'gpt-sim', mode === 'stream'),
+            };
+            // The warm-up runs first, then the counted window: CPU is read around the whole call
+            // and divided by every request served in it (warm-up included, estimated at the same rate).
+            const before = cpuTicks(t.pid);
+            const writesBefore = writeCalls(t.pid);
+            const t0 = performance.now();
+            const load = useWrk && connections > 1 ? await runWrk(opts) : await runLoad(opts);
+            const wall = (performance.now() - t0) / 1000;
+            const ticks = cpuTicks(t.pid) - before;
+            const served = load.rps * wall;
+            const writes = (writeCalls(t.pid) - writesBefore) / served;
+            const sample = { load, cpuUs: (ticks * TICK_US) / served, writes };
+            let row = rows.find((r) => r.target === t.name && r.mode === mode && r.connections === connections);
+            if (!row) rows.push((row = { target: t.name, mode, connections, samples: [], rssMiB: 0 }));
+            row.samples.push(sample);
+            row.rssMiB = Math.max(row.rssMiB, rssMiB(t.pid));
+            process.stderr.write(
+              `${t.name} ${mode} x${connections} round ${round + 1}: ${load.rps.toFixed(0)} rps, p50 ${load.p50.toFixed(3)} ms, cpu ${sample.cpuUs.toFixed(1)} µs/req, errors ${load.errors}\n`,
+            );
+          }
       }
     }
   } finally {
@@ -181,6 +209,10 @@ async function main(): Promise<void> {
   writeSection(SECTION, render(rows, targets, idleRss, useWrk));
 }
 
+const shareOf = (r: Row, direct: Row) => paired(r, direct, (s, d) => s.load.rps / d.load.rps);
+const cpuRatio = (r: Row, floor: Row) => paired(r, floor, (s, f) => s.cpuUs / f.cpuUs);
+const addedP50 = (r: Row, direct: Row) => paired(r, direct, (s, d) => s.load.p50 - d.load.p50);
+const addedTtfb = (r: Row, direct: Row) => paired(r, direct, (s, d) => s.load.ttfb50 - d.load.ttfb50);
 const fx = (v: number, d = 3) => (Number.isFinite(v) ? v.toFixed(d) : 'n/a');
 const signed = (v: number) => (Number.isFinite(v) ? `${v >= 0 ? '+' : ''}${v.toFixed(3)}` : 'n/a');
 
@@ -189,7 +221,7 @@ function render(rows: Row[], targets: Target[], idleRss: Map<string, number>, us
     SECTION,
     '',
     `${measuredBy(`npm run bench${quick ? ' -- --quick' : ''}`)}, ${process.platform}.`,
-    `Every target runs as its own process beside the simulator; load from ${useWrk ? 'wrk (50 connections) and the Node load generator (1 connection: it measures the first byte)' : 'the Node load generator (undici Pool, keep-alive, closed loop)'}; ${durationMs / 1000} s per scenario after ${warmupMs / 1000} s of warm-up. Load average: ${loadAtStart.toFixed(1)} at the start, ${loadavg()[0]!.toFixed(1)} at the end.`,
+    `Every target runs as its own process beside the simulator; load from ${useWrk ? 'wrk (50 connections) and the Node load generator (1 connection: it measures the first byte)' : 'the Node load generator (undici Pool, keep-alive, closed loop)'}; ${rounds} round${rounds === 1 ? '' : 's'} of ${durationMs / 1000} s per scenario and target, the targets taking turns (${warmupMs / 1000} s of warm-up before the first). Each figure is the median of the rounds; each ratio and difference to the floor or to direct is the median of the rounds' own, taken against the floor or direct measured in the same round. Load average: ${loadAtStart.toFixed(1)} at the start, ${loadavg()[0]!.toFixed(1)} at the end.`,
     'Request: POST /v1/chat/completions, a 2 KB body, a 12-word answer (SSE: 15 events). CPU is the target process’s own (user + system, /proc) per request served; writes/req its write system calls per request (/proc/PID/io), which unlike CPU hardly move with how busy the machine is.',
     `The floor and every gateway run compiled by tsc on Node ${nodeVersion} (as the image runs the gateway; \`npm start\` runs the same JavaScript, transpiled by esbuild, on the Node it finds), so that the rows differ by what they do, not by runtime (see bench/chat/NOTES.md for PGlite on Node 20).`,
     '',
@@ -200,8 +232,23 @@ function render(rows: Row[], targets: Target[], idleRss: Map<string, number>, us
     const direct = rows.find((d) => d.target === 'direct' && d.mode === r.mode && d.connections === r.connections)!;
     const floor = rows.find((d) => d.target === 'floor' && d.mode === r.mode && d.connections === r.connections);
     const isDirect = r.target === 'direct';
+    const errors = r.samples.reduce((n, s) => n + s.load.errors, 0);
     lines.push(
-      `| ${r.target} | ${r.mode} | ${r.connections} | ${r.load.rps.toFixed(0)} | ${isDirect ? '100%' : `${((r.load.rps / direct.load.rps) * 100).toFixed(0)}%`} | ${isDirect ? '—' : fx(r.cpuUs, 1)} | ${isDirect || !floor ? '—' : `${(r.cpuUs / floor.cpuUs).toFixed(2)}×`} | ${isDirect ? '—' : fx(r.writes, 2)} | ${fx(r.load.p50)} / ${fx(r.load.p99)} | ${isDirect ? '—' : signed(r.load.p50 - direct.load.p50)} | ${isDirect ? '—' : signed(r.load.ttfb50 - direct.load.ttfb50)} | ${r.load.errors} |`,
+      `| ${r.target} | ${r.mode} | ${r.connections} | ${med(r, (s) => s.load.rps).toFixed(0)} | ${isDirect ? '100%' : `${(shareOf(r, direct) * 100).toFixed(0)}%`} | ${
+        isDirect
+          ? '—'
+          : fx(
+              med(r, (s) => s.cpuUs),
+              1,
+            )
+      } | ${isDirect || !floor ? '—' : `${cpuRatio(r, floor).toFixed(2)}×`} | ${
+        isDirect
+          ? '—'
+          : fx(
+              med(r, (s) => s.writes),
+              2,
+            )
+      } | ${fx(med(r, (s) => s.load.p50))} / ${fx(med(r, (s) => s.load.p99))} | ${isDirect ? '—' : signed(addedP50(r, direct))} | ${isDirect ? '—' : signed(addedTtfb(r, direct))} | ${errors} |`,
     );
   }
   lines.push('', '| target | what it is | RSS idle MiB | RSS after load MiB |', '|---|---|---:|---:|');
@@ -217,19 +264,15 @@ function render(rows: Row[], targets: Target[], idleRss: Map<string, number>, us
     const r1 = (mode: string) => rows.find((r) => r.target === name && r.mode === mode && r.connections === 1);
     const d1 = (mode: string) => rows.find((r) => r.target === 'direct' && r.mode === mode && r.connections === 1);
     const parts: string[] = [];
-    const cpu = ['json', 'stream'].map((m) => (r50(m) && f50(m) ? `${m} ${(r50(m)!.cpuUs / f50(m)!.cpuUs).toFixed(2)}×` : '')).filter(Boolean);
+    const cpu = ['json', 'stream'].map((m) => (r50(m) && f50(m) ? `${m} ${cpuRatio(r50(m)!, f50(m)!).toFixed(2)}×` : '')).filter(Boolean);
     if (cpu.length) parts.push(`CPU per request vs the bare Node floor at 50 connections (goal ≤ 2×): ${cpu.join(', ')}`);
-    const tp = ['json', 'stream'].map((m) => (r50(m) && d50(m) ? `${m} ${((r50(m)!.load.rps / d50(m)!.load.rps) * 100).toFixed(0)}%` : '')).filter(Boolean);
+    const tp = ['json', 'stream'].map((m) => (r50(m) && d50(m) ? `${m} ${(shareOf(r50(m)!, d50(m)!) * 100).toFixed(0)}%` : '')).filter(Boolean);
     if (tp.length) parts.push(`throughput at 50 connections (goal ≥ 40% of direct): ${tp.join(', ')}`);
     const lat =
-      r1('json') && d1('json')
-        ? `added p50 of a whole JSON answer at 1 connection (goal ≤ 0.5 ms): ${signed(r1('json')!.load.p50 - d1('json')!.load.p50)} ms`
-        : '';
+      r1('json') && d1('json') ? `added p50 of a whole JSON answer at 1 connection (goal ≤ 0.5 ms): ${signed(addedP50(r1('json')!, d1('json')!))} ms` : '';
     if (lat) parts.push(lat);
     const ttfb =
-      r1('stream') && d1('stream')
-        ? `added first byte, SSE at 1 connection (goal ≤ 0.2 ms): ${signed(r1('stream')!.load.ttfb50 - d1('stream')!.load.ttfb50)} ms`
-        : '';
+      r1('stream') && d1('stream') ? `added first byte, SSE at 1 connection (goal ≤ 0.2 ms): ${signed(addedTtfb(r1('stream')!, d1('stream')!))} ms` : '';
     if (ttfb) parts.push(ttfb);
     return parts.length ? [`- **${name}**: ${parts.join('; ')}`] : [];
   };
