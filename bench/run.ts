@@ -233,23 +233,23 @@ function render(rows: Row[], targets: Target[], idleRss: Map<string, number>, us
     const floor = rows.find((d) => d.target === 'floor' && d.mode === r.mode && d.connections === r.connections);
     const isDirect = r.target === 'direct';
     const errors = r.samples.reduce((n, s) => n + s.load.errors, 0);
-    lines.push(
-      `| ${r.target} | ${r.mode} | ${r.connections} | ${med(r, (s) => s.load.rps).toFixed(0)} | ${isDirect ? '100%' : `${(shareOf(r, direct) * 100).toFixed(0)}%`} | ${
-        isDirect
-          ? '—'
-          : fx(
-              med(r, (s) => s.cpuUs),
-              1,
-            )
-      } | ${isDirect || !floor ? '—' : `${cpuRatio(r, floor).toFixed(2)}×`} | ${
-        isDirect
-          ? '—'
-          : fx(
-              med(r, (s) => s.writes),
-              2,
-            )
-      } | ${fx(med(r, (s) => s.load.p50))} / ${fx(med(r, (s) => s.load.p99))} | ${isDirect ? '—' : signed(addedP50(r, direct))} | ${isDirect ? '—' : signed(addedTtfb(r, direct))} | ${errors} |`,
-    );
+    const cpu = med(r, (s) => s.cpuUs);
+    const writes = med(r, (s) => s.writes);
+    const cells = [
+      r.target,
+      r.mode,
+      String(r.connections),
+      med(r, (s) => s.load.rps).toFixed(0),
+      isDirect ? '100%' : `${(shareOf(r, direct) * 100).toFixed(0)}%`,
+      isDirect ? '—' : fx(cpu, 1),
+      isDirect || !floor ? '—' : `${cpuRatio(r, floor).toFixed(2)}×`,
+      isDirect ? '—' : fx(writes, 2),
+      `${fx(med(r, (s) => s.load.p50))} / ${fx(med(r, (s) => s.load.p99))}`,
+      isDirect ? '—' : signed(addedP50(r, direct)),
+      isDirect ? '—' : signed(addedTtfb(r, direct)),
+      String(errors),
+    ];
+    lines.push(`| ${cells.join(' | ')} |`);
   }
   lines.push('', '| target | what it is | RSS idle MiB | RSS after load MiB |', '|---|---|---:|---:|');
   for (const t of targets) {
