@@ -161,6 +161,15 @@ async function main(): Promise<void> {
         { BENCH_DATA: 'disk' },
         true,
       );
+    // Not in the default list: the quickstart's store on the request thread, as before 2026-11-27.
+    if (wantedTargets.includes('pglite-inline'))
+      await child(
+        'pglite-inline',
+        "as pglite, PGlite on the gateway's request thread (BENCH_PGLITE_THREAD=0)",
+        ['gateway', sim.url],
+        { BENCH_DATA: 'disk', BENCH_PGLITE_THREAD: '0' },
+        true,
+      );
     if (wantedTargets.includes('no-billing'))
       await child('no-billing', 'Tollgate, chat path alone (billing off; compiled)', ['gateway', sim.url], { BENCH_BILLING: 'none' }, true);
     for (const t of targets) idleRss.set(t.name, rssMiB(t.pid));

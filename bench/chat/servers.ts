@@ -79,10 +79,15 @@ async function main(): Promise<void> {
   // BENCH_DATABASE_URL: the cluster's shape, billing on PostgreSQL (a schema of its own, dropped at exit).
   const pgUrl = process.env.BENCH_DATABASE_URL;
   const schema = `bench_chat_${randomBytes(4).toString('hex')}`;
-  const store = pgUrl ? await openStore({ databaseUrl: pgUrl, schema }) : undefined;
   // BENCH_DATA=disk: the quickstart's shape, PGlite in a data folder with the billing journal
-  // (its O_DSYNC write is the charge's durable point); else PGlite in memory.
+  // (its O_DSYNC write is the charge's durable point), in its worker thread unless
+  // BENCH_PGLITE_THREAD=0; else PGlite in memory.
   const dataDir = !pgUrl && process.env.BENCH_DATA === 'disk' ? mkdtempSync(join(tmpdir(), 'tollgate-bench-data-')) : undefined;
+  const store = pgUrl
+    ? await openStore({ databaseUrl: pgUrl, schema })
+    : dataDir
+      ? await openStore({ dataDir: join(dataDir, 'pg'), thread: process.env.BENCH_PGLITE_THREAD !== '0' })
+      : undefined;
   const gw = await startGateway({
     ...(store ? { store } : {}),
     ...(dataDir ? { dataDir: join(dataDir, 'pg'), settings: readSettings({ TOLLGATE_BILLING_JOURNAL_DIR: join(dataDir, 'journal') }) } : {}),
@@ -97,7 +102,7 @@ async function main(): Promise<void> {
   exitOnSignal(async () => {
     await gw.close();
     if (store) {
-      await store.query(`DROP SCHEMA "${schema}" CASCADE`);
+      if (pgUrl) await store.query(`DROP SCHEMA "${schema}" CASCADE`);
       await store.close();
     }
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });

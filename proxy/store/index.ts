@@ -1,9 +1,6 @@
 import { mkdir } from 'node:fs/promises';
-import { latestSnapshot, markLiveDir, prepareLiveDir } from './durable.js';
-import { lockDataDir, type DataDirLock } from './lock.js';
-import { initdbApart } from './initdb.js';
+import { lockDataDir } from './lock.js';
 import { migrate } from './migrate.js';
-import type { PgliteStore } from './pglite.js';
 import type { Store, StoreOptions } from './types.js';
 
 export type { Queryable, QueryResult, Store, StoreOptions } from './types.js';
@@ -40,56 +37,23 @@ export async function openStore(opts: StoreOptions): Promise<Store> {
 }
 
 /**
- * PGlite on a folder. The folder is ours alone before PGlite touches it (lock.ts). After a
- * machine crash its last durable copy replaces it (durable.ts); a folder that does not open is
- * replaced by that copy too. Durable copies are then kept every few seconds.
+ * PGlite on a folder, locked to this process first (lock.ts), opened by folder.ts: in a worker
+ * thread of its own (pglite-thread.ts) unless `thread: false`.
  */
 async function openDataDir(dir: string, opts: StoreOptions): Promise<Store> {
-  const interval = opts.snapshotIntervalMs ?? DEFAULT_SNAPSHOT_INTERVAL_MS;
+  const snapshotIntervalMs = opts.snapshotIntervalMs ?? DEFAULT_SNAPSHOT_INTERVAL_MS;
   await mkdir(dir, { recursive: true });
   const lock = await lockDataDir(dir);
   try {
-    let { state, last } = interval > 0 ? prepareLiveDir(dir) : { state: 'live' as const, last: undefined };
-    let store: PgliteStore;
-    try {
-      store = await openPglite(dir, lock);
-    } catch (err) {
-      if (state !== 'live' || interval === 0 || latestSnapshot(dir) === undefined) throw err;
-      opts.log?.error('the data folder does not open; restoring its last durable copy', { dir, error: (err as Error).message });
-      ({ state, last } = prepareLiveDir(dir, true));
-      store = await openPglite(dir, lock);
+    if (opts.thread === false) {
+      // PGlite: about 40 MB of memory once imported, and none of it needed beside PostgreSQL.
+      const { openFolder } = await import('./folder.js');
+      return await openFolder(dir, { ...opts, snapshotIntervalMs }, lock);
     }
-    if (state === 'restored') opts.log?.info('data folder restored from its last durable copy (the machine crashed since it was written)', { dir });
-    if (interval > 0) {
-      markLiveDir(dir);
-      // A folder without a durable copy gets one at once.
-      try {
-        store.keepDurable(dir, interval, latestSnapshot(dir) === undefined, last, (err) =>
-          opts.log?.error('durable copy of the data folder failed', { dir, error: err.message }),
-        );
-      } catch (err) {
-        await store.close().catch(() => {});
-        throw err;
-      }
-    }
-    return store;
+    const { PgliteThreadStore } = await import('./pglite-thread.js');
+    return await PgliteThreadStore.open(dir, { snapshotIntervalMs, ...(opts.log ? { log: opts.log } : {}) }, lock);
   } catch (err) {
     await lock.release();
-    throw err;
-  }
-}
-
-/** Opens and migrates; on failure closes PGlite without giving the lock back. */
-async function openPglite(dir: string, lock: DataDirLock): Promise<PgliteStore> {
-  // PGlite: about 40 MB of memory once imported, and none of it needed beside PostgreSQL.
-  const { PgliteStore } = await import('./pglite.js');
-  await initdbApart(dir);
-  const store = new PgliteStore(dir, undefined, lock);
-  try {
-    await migrate(store);
-    return store;
-  } catch (err) {
-    await store.db.close().catch(() => {});
     throw err;
   }
 }

@@ -1,6 +1,6 @@
 import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { PGlite, type PGliteOptions } from '@electric-sql/pglite';
+import { collectGarbage } from './collect.js';
 
 /**
  * PostgreSQL settings PGlite starts with, sized for one embedded connection in a small gateway
@@ -74,14 +74,4 @@ export function openPglite(where: { dataDir?: string; image?: Blob | File }): PG
     () => {},
   );
   return db;
-}
-
-let gc: (() => void) | undefined;
-function collectGarbage(): void {
-  if (!gc) {
-    // --expose-gc, set now, applies to contexts created from now on: a new one hands out gc().
-    setFlagsFromString('--expose-gc');
-    gc = runInNewContext('gc') as () => void;
-  }
-  gc();
 }

@@ -35,6 +35,8 @@ export interface StoreOptions {
   poolSize?: number;
   /** PGlite on a folder: how often a durable copy of it is made while it is written (ms; default 5000; 0: never). */
   snapshotIntervalMs?: number;
+  /** PGlite on a folder: in a worker thread of its own (default), or false: on the calling thread. */
+  thread?: boolean;
   /** Told about start-up recovery and failed copies. */
   log?: Logger;
 }

@@ -26,7 +26,7 @@ const item = (credits: bigint, leaseId: string | undefined, keyHash = 'k1'): Cap
   },
 });
 
-for (const c of storeCases()) {
+for (const c of storeCases({ thread: true })) {
   describe(`group commit on ${c.name}`, () => {
     it('writes one capture per lease for the sum of its requests, settles the lease with it, charges any excess to the balance, and writes a record for every request', async () => {
       const store = await c.open();

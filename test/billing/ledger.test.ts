@@ -17,7 +17,7 @@ import {
 const C = 1_000_000n; // one credit
 const later = () => new Date(Date.now() + 60_000);
 
-for (const c of storeCases()) {
+for (const c of storeCases({ thread: true })) {
   describe(`ledger on ${c.name}`, () => {
     it('grants, holds, captures and releases; replays change nothing; the rows add up', async () => {
       const store = await c.open();

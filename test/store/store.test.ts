@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { disposeStore, storeCases } from '../support/stores.js';
 import { loadMigrations, migrate } from '../../proxy/store/migrate.js';
 
-for (const c of storeCases()) {
+for (const c of storeCases({ thread: true })) {
   describe(`store on ${c.name}`, () => {
     it('applies every migration once, even when two starts race', async () => {
       const store = await c.open();

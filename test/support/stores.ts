@@ -1,18 +1,24 @@
 import { randomBytes } from 'node:crypto';
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { migrate, openStore, type Store } from '../../proxy/store/index.js';
 import { PgliteStore } from '../../proxy/store/pglite.js';
 
 export interface StoreCase {
-  name: 'pglite' | 'postgres';
+  name: 'pglite' | 'postgres' | 'pglite-thread';
   open(): Promise<Store>;
 }
 
 /**
  * The backends every store test runs on: PGlite always, PostgreSQL when DATABASE_URL is set
  * (CI sets it). Each open() gets an empty database: a fresh in-memory PGlite, or a new schema.
+ * `thread`: also PGlite on a data folder in its worker thread, as `tollgate serve --data` runs it
+ * (pglite-thread.ts), for the suites whose transactions and errors cross the thread.
  */
-export function storeCases(): StoreCase[] {
+export function storeCases(opts: { thread?: boolean } = {}): StoreCase[] {
   const cases: StoreCase[] = [{ name: 'pglite', open: openPglite }];
+  if (opts.thread) cases.push({ name: 'pglite-thread', open: openPgliteThread });
   const url = process.env.DATABASE_URL;
   if (url) {
     cases.push({
@@ -23,7 +29,7 @@ export function storeCases(): StoreCase[] {
   return cases;
 }
 
-/** Drops a test schema on PostgreSQL (no-op for PGlite) and closes the store. */
+/** Drops a test schema on PostgreSQL, closes the store, and removes a data folder made for it. */
 export async function disposeStore(store: Store): Promise<void> {
   if (store.kind === 'postgres') {
     const r = await store.query<{ s: string }>('SELECT current_schema() AS s');
@@ -31,6 +37,38 @@ export async function disposeStore(store: Store): Promise<void> {
     if (schema?.startsWith('t_')) await store.query(`DROP SCHEMA "${schema}" CASCADE`);
   }
   await store.close();
+  const dir = folders.get(store);
+  if (dir) rmSync(dir, { recursive: true, force: true });
+}
+
+const folders = new WeakMap<Store, string>();
+
+/** The data folder openPgliteThread() made for `store`. */
+export function folderOf(store: Store): string {
+  const root = folders.get(store);
+  if (!root) throw new Error('not a store of openPgliteThread()');
+  return join(root, 'pg');
+}
+let folderTemplate: Promise<string> | undefined;
+
+/**
+ * PGlite on a new data folder, in its worker thread, with every migration applied. A new folder's
+ * initdb costs about 4 s here; each test process makes one and copies it (under 0.1 s).
+ */
+export async function openPgliteThread(): Promise<Store> {
+  folderTemplate ??= (async () => {
+    const root = mkdtempSync(join(tmpdir(), 'tollgate-store-template-'));
+    process.once('exit', () => rmSync(root, { recursive: true, force: true }));
+    const dir = join(root, 'pg');
+    const s = await openStore({ dataDir: dir, snapshotIntervalMs: 0, thread: false });
+    await s.close();
+    return dir;
+  })();
+  const root = mkdtempSync(join(tmpdir(), 'tollgate-store-'));
+  cpSync(await folderTemplate, join(root, 'pg'), { recursive: true });
+  const store = await openStore({ dataDir: join(root, 'pg'), snapshotIntervalMs: 0 });
+  folders.set(store, root);
+  return store;
 }
 
 let image: Promise<Blob | File> | undefined;
