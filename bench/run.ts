@@ -13,7 +13,8 @@
  * first byte). Settings (environment): BENCH_ROUNDS (default 3; --quick 1: each scenario runs
  * that many times, the targets taking turns), BENCH_DURATION_MS (per round, default 3000),
  * BENCH_WARMUP_MS (before the first round, default 1000), BENCH_CONNECTIONS (default "1,50"),
- * BENCH_TARGETS (default every target: "floor,nginx,postgres,pglite,no-billing").
+ * BENCH_TARGETS (default "floor,nginx,postgres,pglite,no-billing"; also "pglite-inline": PGlite on
+ * the request thread instead of its worker thread).
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
