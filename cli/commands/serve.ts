@@ -111,10 +111,20 @@ export const command: Command = {
     // PGlite on a data folder is opened here: durable copies of it are kept (proxy/store/durable.ts),
     // and after a machine crash the last one is restored before anything starts.
     let store: Store | undefined;
+    // PGlite's thread gone (a crash, its memory exhausted): every query would fail from then on,
+    // so the gateway stops as on a signal, and exits 1 for its supervisor to start it again on
+    // the same folder (charges of answers already sent are in the billing journal).
+    let storeLost: (err: Error) => void = () => {};
+    const lost = new Promise<Error>((resolve) => (storeLost = resolve));
     if (dataDir && !databaseUrl) {
       const { openStore } = await import('../../proxy/store/index.js');
       try {
-        store = await openStore({ dataDir: `${dataDir}/pg`, snapshotIntervalMs: settings.dataSnapshotMs, log: log.child({ component: 'store' }) });
+        store = await openStore({
+          dataDir: `${dataDir}/pg`,
+          snapshotIntervalMs: settings.dataSnapshotMs,
+          log: log.child({ component: 'store' }),
+          onLost: (err) => storeLost(err),
+        });
       } catch (err) {
         log.error('gateway failed to start', { error: (err as Error).message });
         await simulator?.close();
@@ -153,12 +163,13 @@ export const command: Command = {
     }
     await afterStart(gateway, { quickstart });
 
-    const signal = await untilSignal();
-    log.info('shutting down', { signal });
+    const end = await Promise.race([untilSignal(), lost]);
+    if (end instanceof Error) log.error('the embedded database stopped; shutting down', { error: end.message });
+    else log.info('shutting down', { signal: end });
     await gateway.close();
     await store?.close();
     await simulator?.close();
-    return 0;
+    return end instanceof Error ? 1 : 0;
   },
 };
 

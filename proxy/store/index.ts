@@ -51,7 +51,11 @@ async function openDataDir(dir: string, opts: StoreOptions): Promise<Store> {
       return await openFolder(dir, { ...opts, snapshotIntervalMs }, lock);
     }
     const { PgliteThreadStore } = await import('./pglite-thread.js');
-    return await PgliteThreadStore.open(dir, { snapshotIntervalMs, ...(opts.log ? { log: opts.log } : {}) }, lock);
+    return await PgliteThreadStore.open(
+      dir,
+      { snapshotIntervalMs, ...(opts.log ? { log: opts.log } : {}), ...(opts.onLost ? { onLost: opts.onLost } : {}) },
+      lock,
+    );
   } catch (err) {
     await lock.release();
     throw err;

@@ -43,20 +43,27 @@ export class PgliteThreadStore implements Store {
     private readonly worker: Worker,
     private readonly lock: DataDirLock,
     private readonly log: Logger | undefined,
+    onLost: ((err: Error) => void) | undefined,
   ) {
     // The worker keeps the process alive only while a call waits for it (see call()).
     worker.unref();
     worker.on('message', (r: Reply) => this.receive(r));
     worker.on('error', (err) => this.log?.error('the store thread failed', { error: err.message }));
     worker.on('exit', (code) => {
+      const lost = !this.gone;
       this.gone ??= new StoreThreadError(`the store thread exited (code ${code})`);
       for (const p of this.pending.values()) p.reject(this.gone);
       this.pending.clear();
+      if (lost) onLost?.(this.gone);
     });
   }
 
   /** Starts the worker on `dir` (locked by the caller with `lock`) and waits until PGlite is open and migrated. */
-  static async open(dir: string, opts: { snapshotIntervalMs: number; log?: Logger }, lock: DataDirLock): Promise<PgliteThreadStore> {
+  static async open(
+    dir: string,
+    opts: { snapshotIntervalMs: number; log?: Logger; onLost?: (err: Error) => void },
+    lock: DataDirLock,
+  ): Promise<PgliteThreadStore> {
     const worker = startWorker({ dir, snapshotIntervalMs: opts.snapshotIntervalMs });
     const ready = await new Promise<Extract<Reply, { ready: boolean }>>((resolve, reject) => {
       const onMessage = (r: Reply) => {
@@ -79,7 +86,7 @@ export class PgliteThreadStore implements Store {
     // What the in-thread store did once PGlite was ready (pglite-options.ts), for this thread's
     // heap: the start's garbage is given back before the first request rather than whenever V8 gets to it.
     setTimeout(collectGarbage, 0).unref();
-    const store = new PgliteThreadStore(worker, lock, opts.log);
+    const store = new PgliteThreadStore(worker, lock, opts.log, opts.onLost);
     if (ready.durable) store.durable = (urgent) => store.call({ op: 'durable', ...(urgent !== undefined ? { urgent } : {}) }).then(() => {});
     return store;
   }

@@ -37,6 +37,11 @@ export interface StoreOptions {
   snapshotIntervalMs?: number;
   /** PGlite on a folder: in a worker thread of its own (default), or false: on the calling thread. */
   thread?: boolean;
+  /**
+   * PGlite in its worker thread: told once if the thread ends other than by close() (a crash, its
+   * memory exhausted). Every call fails from then on; the owner should stop and start again.
+   */
+  onLost?: (err: Error) => void;
   /** Told about start-up recovery and failed copies. */
   log?: Logger;
 }

@@ -69,10 +69,13 @@ describe('PGlite in its worker thread', () => {
     const root = mkdtempSync(join(tmpdir(), 'tollgate-thread-'));
     roots.push(root);
     const dir = join(root, 'pg');
-    const first = await openStore({ dataDir: dir, snapshotIntervalMs: 0 });
+    const lostOnClose: Error[] = [];
+    const first = await openStore({ dataDir: dir, snapshotIntervalMs: 0, onLost: (err) => lostOnClose.push(err) });
     await first.query("INSERT INTO accounts (account, balance, held) VALUES ('kept', 7, 0)");
     await expect(openStore({ dataDir: dir, snapshotIntervalMs: 0 })).rejects.toBeInstanceOf(DataDirLockedError);
     await first.close();
+    // A close is not a loss.
+    expect(lostOnClose).toEqual([]);
     const again = await openStore({ dataDir: dir, snapshotIntervalMs: 0 });
     try {
       const { rows } = await again.query<{ balance: unknown }>("SELECT balance FROM accounts WHERE account = 'kept'");
@@ -82,12 +85,14 @@ describe('PGlite in its worker thread', () => {
     }
   }, 60_000);
 
-  it('fails every call, pending or new, when the thread is gone, and still gives the folder back on close', async () => {
-    const store: Store = await openPgliteThread();
+  it('tells its owner once and fails every call, pending or new, when the thread is gone, and still gives the folder back on close', async () => {
+    const lost: Error[] = [];
+    const store: Store = await openPgliteThread({ onLost: (err) => lost.push(err) });
     const worker = (store as unknown as { worker: { terminate(): Promise<number> } }).worker;
     const pending = store.query('SELECT pg_sleep(0.5)');
     await worker.terminate();
     await expect(pending).rejects.toBeInstanceOf(StoreThreadError);
+    expect(lost.map((e) => e.message)).toEqual([expect.stringMatching(/store thread exited/)]);
     await expect(store.query('SELECT 1')).rejects.toThrow(/store thread exited/);
     await store.close();
     const again = await openStore({ dataDir: folderOf(store), snapshotIntervalMs: 0 });

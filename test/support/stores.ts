@@ -55,7 +55,7 @@ let folderTemplate: Promise<string> | undefined;
  * PGlite on a new data folder, in its worker thread, with every migration applied. A new folder's
  * initdb costs about 4 s here; each test process makes one and copies it (under 0.1 s).
  */
-export async function openPgliteThread(): Promise<Store> {
+export async function openPgliteThread(opts: { onLost?: (err: Error) => void } = {}): Promise<Store> {
   folderTemplate ??= (async () => {
     const root = mkdtempSync(join(tmpdir(), 'tollgate-store-template-'));
     process.once('exit', () => rmSync(root, { recursive: true, force: true }));
@@ -66,7 +66,7 @@ export async function openPgliteThread(): Promise<Store> {
   })();
   const root = mkdtempSync(join(tmpdir(), 'tollgate-store-'));
   cpSync(await folderTemplate, join(root, 'pg'), { recursive: true });
-  const store = await openStore({ dataDir: join(root, 'pg'), snapshotIntervalMs: 0 });
+  const store = await openStore({ dataDir: join(root, 'pg'), snapshotIntervalMs: 0, ...opts });
   folders.set(store, root);
   return store;
 }
