@@ -49,6 +49,7 @@ export function folderOf(store: Store): string {
   if (!root) throw new Error('not a store of openPgliteThread()');
   return join(root, 'pg');
 }
+
 let folderTemplate: Promise<string> | undefined;
 
 /**
