@@ -132,6 +132,9 @@ export const command: Command = {
       }
     }
 
+    // From here a signal is a request to stop once started: what starts after the gateway listens
+    // (the quickstart's first grant, a store call) is not cut short by Node's default exit.
+    const signalled = untilSignal();
     let gateway;
     try {
       gateway = await startGateway({
@@ -163,7 +166,7 @@ export const command: Command = {
     }
     await afterStart(gateway, { quickstart });
 
-    const end = await Promise.race([untilSignal(), lost]);
+    const end = await Promise.race([signalled, lost]);
     if (end instanceof Error) log.error('the embedded database stopped; shutting down', { error: end.message });
     else log.info('shutting down', { signal: end });
     await gateway.close();
