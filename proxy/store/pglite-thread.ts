@@ -96,7 +96,9 @@ export class PgliteThreadStore implements Store {
   }
 
   async tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
-    const { id } = await this.begin();
+    // The begin call's id names the transaction in the calls that follow.
+    const id = this.nextId++;
+    await this.call({ op: 'begin' }, id);
     const q: Queryable = {
       query: async <R>(sql: string, params?: unknown[]) => (await this.call({ op: 'query', sql, tx: id, ...(params ? { params } : {}) })) as QueryResult<R>,
     };
@@ -122,12 +124,6 @@ export class PgliteThreadStore implements Store {
       }
     })();
     return this.closing;
-  }
-
-  /** A transaction's begin call: its id names the transaction in the calls that follow. */
-  private begin(): Promise<{ id: number }> {
-    const id = this.nextId++;
-    return this.call({ op: 'begin' }, id).then(() => ({ id }));
   }
 
   private call(req: Request, id = this.nextId++): Promise<unknown> {
