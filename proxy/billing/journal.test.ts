@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { closeSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync, writeSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -70,7 +70,10 @@ describe('billing journal', () => {
     j.committed(seg, 1); // only 'a' reached the store
     await j.close();
     const [name] = segments(dir);
-    writeFileSync(join(dir, name!), `${readFileSync(join(dir, name!), 'utf8')}{"o":"torn`);
+    // A crash mid-write: the start of a third line landed in the zeros the segment grew by.
+    const fd = openSync(join(dir, name!), 'r+');
+    writeSync(fd, '{"o":"torn', readFileSync(join(dir, name!), 'utf8').indexOf('\0'));
+    closeSync(fd);
 
     const next = new BillingJournal(dir);
     expect(next.leftover).toEqual([name]);
@@ -81,6 +84,33 @@ describe('billing journal', () => {
     expect(segments(dir)).toHaveLength(1); // only next's own, empty segment
     await next.close();
     expect(readdirSync(dir)).toEqual([]);
+  });
+
+  it('grows a segment by zeros ahead of its records, so that a durable write seldom changes the file length', async () => {
+    const dir = fresh();
+    const j = new BillingJournal(dir);
+    const size = () => statSync(join(dir, segments(dir)[0]!)).size;
+    const growth = 256 << 10;
+    let bytes = 0;
+    const add = (o: string) => {
+      bytes += rec(o).length + 1;
+      return j.append(rec(o));
+    };
+    await add('a');
+    expect(size()).toBe(bytes + growth);
+    await add('b');
+    expect(size()).toBe(bytes - rec('b').length - 1 + growth); // written into the zeros: the same length
+    // Past the zeros: the write that needs more brings the next 256 KiB with it.
+    await Promise.all(Array.from({ length: Math.ceil(growth / rec('a').length) }, (_, i) => add(`r${i}`)));
+    expect(size()).toBe(bytes + growth);
+    const lines = parseSegment(readFileSync(join(dir, segments(dir)[0]!), 'utf8'));
+    expect(lines).toHaveLength(2 + Math.ceil(growth / rec('a').length));
+    expect(
+      parsed(lines)
+        .slice(0, 3)
+        .map((r) => r.o),
+    ).toEqual(['a', 'b', 'r0']);
+    await j.close();
   });
 
   it('leaves a segment in place when its replay fails, for the next start', async () => {
