@@ -14,7 +14,8 @@
  * that many times, the targets taking turns), BENCH_DURATION_MS (per round, default 3000),
  * BENCH_WARMUP_MS (before the first round, default 1000), BENCH_CONNECTIONS (default "1,50"),
  * BENCH_TARGETS (default "floor,nginx,postgres,pglite,no-billing"; also "pglite-inline": PGlite on
- * the request thread instead of its worker thread).
+ * the request thread instead of its worker thread, and "postgres-journal": PostgreSQL with the
+ * billing journal).
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -152,6 +153,15 @@ async function main(): Promise<void> {
         'Tollgate, metered billing on PostgreSQL (compiled, as the image runs it)',
         ['gateway', sim.url],
         { BENCH_DATABASE_URL: process.env.DATABASE_URL },
+        true,
+      );
+    // Not in the default list: PostgreSQL with the billing journal as a charge's durable point.
+    if (wantedTargets.includes('postgres-journal') && process.env.DATABASE_URL)
+      await child(
+        'postgres-journal',
+        'as postgres, charges durable in the billing journal (BENCH_JOURNAL=1), PostgreSQL written behind it',
+        ['gateway', sim.url],
+        { BENCH_DATABASE_URL: process.env.DATABASE_URL, BENCH_JOURNAL: '1' },
         true,
       );
     if (wantedTargets.includes('pglite'))

@@ -83,6 +83,8 @@ async function main(): Promise<void> {
   // (its O_DSYNC write is the charge's durable point), in its worker thread unless
   // BENCH_PGLITE_THREAD=0; else PGlite in memory.
   const dataDir = !pgUrl && process.env.BENCH_DATA === 'disk' ? mkdtempSync(join(tmpdir(), 'tollgate-bench-data-')) : undefined;
+  // BENCH_JOURNAL=1 with PostgreSQL: the billing journal as the chart's `proxy.billingJournal` sets it.
+  const journalDir = pgUrl && process.env.BENCH_JOURNAL === '1' ? mkdtempSync(join(tmpdir(), 'tollgate-bench-journal-')) : undefined;
   const store = pgUrl
     ? await openStore({ databaseUrl: pgUrl, schema })
     : dataDir
@@ -91,6 +93,7 @@ async function main(): Promise<void> {
   const gw = await startGateway({
     ...(store ? { store } : {}),
     ...(dataDir ? { dataDir: join(dataDir, 'pg'), settings: readSettings({ TOLLGATE_BILLING_JOURNAL_DIR: join(dataDir, 'journal') }) } : {}),
+    ...(journalDir ? { settings: readSettings({ TOLLGATE_BILLING_JOURNAL_DIR: journalDir }) } : {}),
     source: new StaticConfigSource(config),
     port: 0,
     adminPort: 0,
@@ -106,6 +109,7 @@ async function main(): Promise<void> {
       await store.close();
     }
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+    if (journalDir) rmSync(journalDir, { recursive: true, force: true });
   });
   process.stdout.write(`${JSON.stringify({ url: gw.url })}\n`);
 }

@@ -187,7 +187,7 @@ export class BillingEngine implements Billing {
     acct.writing++;
     let seg: JournalSegment | undefined;
     try {
-      if (this.journal) seg = await this.journal.append(line);
+      if (this.journal) seg = await this.journal.append(line, this.inflight === 0);
     } catch (err) {
       acct.writing--;
       undo();

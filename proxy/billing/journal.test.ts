@@ -113,6 +113,20 @@ describe('billing journal', () => {
     await j.close();
   });
 
+  it('writes a record made while no other request is in flight before append returns, and queues the rest behind it', async () => {
+    const dir = fresh();
+    const j = new BillingJournal(dir);
+    const read = () => parsed(parseSegment(readFileSync(join(dir, segments(dir)[0]!), 'utf8'))).map((r) => r.o);
+    const first = j.append(rec('alone'), true);
+    expect(read()).toEqual(['alone']); // on disk already: written on the calling thread
+    const second = j.append(rec('pooled'));
+    const third = j.append(rec('queued'), true); // a write is under way: it waits its turn
+    expect(read()).toEqual(['alone']);
+    await Promise.all([first, second, third]);
+    expect(read()).toEqual(['alone', 'pooled', 'queued']);
+    await j.close();
+  });
+
   it('leaves a segment in place when its replay fails, for the next start', async () => {
     const dir = fresh();
     const j = new BillingJournal(dir);
