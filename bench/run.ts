@@ -296,7 +296,7 @@ function render(rows: Row[], targets: Target[], idleRss: Map<string, number>, us
     if (ttfb) parts.push(ttfb);
     return parts.length ? [`- **${name}**: ${parts.join('; ')}`] : [];
   };
-  lines.push(...['postgres', 'pglite', 'no-billing'].flatMap(goal), '');
+  lines.push(...['postgres', 'postgres-journal', 'pglite', 'no-billing'].flatMap(goal), '');
   if (existsSync(NOTES)) lines.push(readFileSync(NOTES, 'utf8').trim(), '');
   return lines.join('\n');
 }
