@@ -1,0 +1,113 @@
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Queryable, Store } from '../../proxy/store/index.js';
+import { apiKey, chatRoute, group } from '../support/resources.js';
+import { disposeStore, storeCases } from '../support/stores.js';
+import { billingStack, books, C, until, type BillingStack } from './support.js';
+
+/**
+ * Admission is in memory: once a replica holds a lease on the account, nothing on the way to a
+ * stream's first byte waits for the store, and only its end waits for the charge. Shown with a
+ * store that answers nothing until released: the client reads its first events while the store is
+ * stalled, and the stream ends only after the charge's write has gone through.
+ */
+const KEY = 'sk-service-billing-first-byte';
+
+/** The store, except that while `stalled` every statement waits for release() (and is listed in `waiting`). */
+function stallable(store: Store): Store & { stall(): void; release(): void; waiting: string[] } {
+  let gate: Promise<void> | undefined;
+  let open: () => void = () => {};
+  const wrap = (q: Queryable): Queryable => ({
+    query: async (sql, params) => {
+      if (gate) {
+        out.waiting.push(sql);
+        await gate;
+      }
+      return q.query(sql, params);
+    },
+  });
+  const out = {
+    waiting: [] as string[],
+    stall: () => {
+      gate = new Promise<void>((r) => (open = r));
+    },
+    release: () => {
+      gate = undefined;
+      open();
+    },
+    kind: store.kind,
+    query: <R>(sql: string, params?: unknown[]) => wrap(store).query<R>(sql, params),
+    tx: <T>(fn: (q: Queryable) => Promise<T>) => store.tx((q) => fn(wrap(q))),
+    close: () => store.close(),
+  };
+  return out;
+}
+
+for (const sc of storeCases()) {
+  describe(`a stalled store on ${sc.name}`, () => {
+    let s: BillingStack;
+    let real: Store;
+    let store: ReturnType<typeof stallable>;
+    beforeAll(async () => {
+      real = await sc.open();
+      store = stallable(real);
+      s = await billingStack({ shared: store }, (sim) => [chatRoute('m', `${sim}/v1`), group('g', ['m']), apiKey('k', KEY, 'g', { account: 'acct' })]);
+      await s.grant('acct', 100n * C, 'first-byte-grant');
+    });
+    afterAll(async () => {
+      store?.release();
+      await s?.dispose();
+      if (real) await disposeStore(real);
+    });
+
+    it("holds a stream's end for its charge, never its first byte", async () => {
+      const client = new OpenAI({ baseURL: `${s.gw.url}/v1`, apiKey: KEY, maxRetries: 0 });
+      // The first request takes the replica's lease on the account (a store transaction).
+      await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'take the lease' }] });
+
+      store.stall();
+      const opened = (async () => {
+        const stream = await client.chat.completions.create({
+          model: 'm',
+          stream: true,
+          messages: [{ role: 'user', content: 'stream while the store is stalled' }],
+        });
+        const events = stream[Symbol.asyncIterator]();
+        return { events, first: await events.next() };
+      })();
+      // Not a timing: a first byte that waited for the store would never come while it is stalled.
+      const stuck = new Promise<never>((_, reject) =>
+        setTimeout(() => reject(new Error(`no first event while the store is stalled; waiting there: ${JSON.stringify(store.waiting)}`)), 10_000).unref(),
+      );
+      const { events, first } = await Promise.race([opened, stuck]);
+      expect(first.done).toBe(false);
+      expect(first.value!.object).toBe('chat.completion.chunk');
+
+      let ended = false;
+      const rest = (async () => {
+        const chunks = [];
+        for (let r = await events.next(); !r.done; r = await events.next()) chunks.push(r.value);
+        ended = true;
+        return chunks;
+      })();
+      // The answer is whole upstream: its charge's write now waits for the store, and so does its end.
+      await until(
+        async () => store.waiting.filter((sql) => sql.includes('billing_commit')).length,
+        (n) => n > 0,
+        10_000,
+        'the charge to reach the store',
+      );
+      expect(ended).toBe(false);
+
+      store.release();
+      const chunks = await rest;
+      expect(chunks.length).toBeGreaterThan(0);
+      await s.close();
+      const after = await books(store, 'acct');
+      expect(after.usageRecords).toBe(2);
+      expect(after.balance).toBe(after.grants - after.usageCredits);
+      expect(after.held).toBe(0n);
+      expect(after.violations).toEqual([]);
+    }, 30_000);
+  });
+}
