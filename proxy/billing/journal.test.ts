@@ -1,5 +1,5 @@
-import { spawn } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync, writeSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { closeSync, constants, mkdtempSync, open, openSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync, writeSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -40,6 +40,34 @@ const fresh = () => {
   return d;
 };
 const segments = (dir: string) => readdirSync(dir).filter((f) => f.endsWith('.jsonl'));
+
+/** Occupies every thread of libuv's pool until the returned function is called. */
+function blockThreadPool(dir: string): () => void {
+  const fifos = Array.from({ length: Number(process.env.UV_THREADPOOL_SIZE ?? 4) }, (_, i) => join(dir, `fifo-${i}`));
+  for (const f of fifos) {
+    execFileSync('mkfifo', [f]);
+    // An open for reading blocks its pool thread until a writer opens the FIFO.
+    open(f, 'r', (err, fd) => {
+      if (!err) closeSync(fd);
+    });
+  }
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    // O_NONBLOCK: fails at once (ENXIO) instead of hanging if a reader has not opened yet.
+    for (const f of fifos) {
+      for (;;) {
+        try {
+          closeSync(openSync(f, constants.O_WRONLY | constants.O_NONBLOCK));
+          break;
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== 'ENXIO') throw err;
+        }
+      }
+    }
+  };
+}
 afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
@@ -113,18 +141,29 @@ describe('billing journal', () => {
     await j.close();
   });
 
-  it('writes a record made while no other request is in flight before append returns, and queues the rest behind it', async () => {
-    const dir = fresh();
-    const j = new BillingJournal(dir);
-    const read = () => parsed(parseSegment(readFileSync(join(dir, segments(dir)[0]!), 'utf8'))).map((r) => r.o);
-    const first = j.append(rec('alone'), true);
-    expect(read()).toEqual(['alone']); // on disk already: written on the calling thread
-    const second = j.append(rec('pooled'));
-    const third = j.append(rec('queued'), true); // a write is under way: it waits its turn
-    expect(read()).toEqual(['alone']);
-    await Promise.all([first, second, third]);
-    expect(read()).toEqual(['alone', 'pooled', 'queued']);
-    await j.close();
+  it('writes a lone record on the event loop while the disk is quick, and leaves everything else to the thread pool', async () => {
+    const quick = new BillingJournal(fresh());
+    const slow = new BillingJournal(fresh(), undefined, undefined, 0); // every write counts as slow
+    const read = (j: BillingJournal) => parsed(parseSegment(readFileSync(join(j.dir, segments(j.dir)[0]!), 'utf8'))).map((r) => r.o);
+    // Every thread of libuv's pool blocked (each opening a FIFO no one writes to yet): a write that
+    // goes there cannot land until they are released, one made on the event loop lands at once.
+    const unblock = blockThreadPool(fresh());
+    try {
+      const alone = quick.append(rec('alone'), true);
+      expect(read(quick)).toEqual(['alone']);
+      const pooled = quick.append(rec('pooled'));
+      const queued = quick.append(rec('queued'), true); // a write is under way: it waits its turn
+      const slowAlone = slow.append(rec('slow'), true);
+      expect(read(quick)).toEqual(['alone']);
+      expect(read(slow)).toEqual([]);
+      unblock();
+      await Promise.all([alone, pooled, queued, slowAlone]);
+    } finally {
+      unblock();
+    }
+    expect(read(quick)).toEqual(['alone', 'pooled', 'queued']);
+    expect(read(slow)).toEqual(['slow']);
+    await Promise.all([quick.close(), slow.close()]);
   });
 
   it('leaves a segment in place when its replay fails, for the next start', async () => {
