@@ -2,7 +2,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Queryable, Store } from '../../proxy/store/index.js';
 import { apiKey, chatRoute, group } from '../support/resources.js';
-import { disposeStore, storeCases } from '../support/stores.js';
+import { disposeStore, storeCases, wrapStore } from '../support/stores.js';
 import { billingStack, books, C, until, type BillingStack } from './support.js';
 
 /**
@@ -26,7 +26,7 @@ function stallable(store: Store): Store & { stall(): void; release(): void; wait
       return q.query(sql, params);
     },
   });
-  const out = {
+  const out = Object.assign(wrapStore(store, wrap), {
     waiting: [] as string[],
     stall: () => {
       gate = new Promise<void>((r) => (open = r));
@@ -35,11 +35,7 @@ function stallable(store: Store): Store & { stall(): void; release(): void; wait
       gate = undefined;
       open();
     },
-    kind: store.kind,
-    query: <R>(sql: string, params?: unknown[]) => wrap(store).query<R>(sql, params),
-    tx: <T>(fn: (q: Queryable) => Promise<T>) => store.tx((q) => fn(wrap(q))),
-    close: () => store.close(),
-  };
+  });
   return out;
 }
 

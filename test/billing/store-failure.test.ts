@@ -5,7 +5,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Queryable, Store } from '../../proxy/store/index.js';
 import { apiKey, chatRoute, group } from '../support/resources.js';
-import { disposeStore, storeCases } from '../support/stores.js';
+import { disposeStore, storeCases, wrapStore } from '../support/stores.js';
 import { billingStack, books, C, until, type BillingStack } from './support.js';
 
 /**
@@ -24,14 +24,7 @@ function flaky(store: Store): Store & { failing: boolean; down: boolean } {
       return q.query(sql, params);
     },
   });
-  const out = {
-    failing: false,
-    down: false,
-    kind: store.kind,
-    query: <R>(sql: string, params?: unknown[]) => wrap(store).query<R>(sql, params),
-    tx: <T>(fn: (q: Queryable) => Promise<T>) => store.tx((q) => fn(wrap(q))),
-    close: () => store.close(),
-  };
+  const out = Object.assign(wrapStore(store, wrap), { failing: false, down: false });
   return out;
 }
 

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { migrate, openStore, type Store } from '../../proxy/store/index.js';
+import { migrate, openStore, type Queryable, type Store } from '../../proxy/store/index.js';
 import { PgliteStore } from '../../proxy/store/pglite.js';
 
 export interface StoreCase {
@@ -90,4 +90,14 @@ export async function openPglite(): Promise<Store> {
   const store = new PgliteStore(undefined, await image);
   await migrate(store); // a no-op unless migrations changed since the image
   return store;
+}
+
+/** The store with every statement, in a transaction or not, passed through `wrap`: for tests that break or stall it. */
+export function wrapStore(store: Store, wrap: (q: Queryable) => Queryable): Store {
+  return {
+    kind: store.kind,
+    query: <R>(sql: string, params?: unknown[]) => wrap(store).query<R>(sql, params),
+    tx: <T>(fn: (q: Queryable) => Promise<T>) => store.tx((q) => fn(wrap(q))),
+    close: () => store.close(),
+  };
 }
