@@ -72,10 +72,12 @@ for (const sc of storeCases()) {
         return { events, first: await events.next() };
       })();
       // Not a timing: a first byte that waited for the store would never come while it is stalled.
-      const stuck = new Promise<never>((_, reject) =>
-        setTimeout(() => reject(new Error(`no first event while the store is stalled; waiting there: ${JSON.stringify(store.waiting)}`)), 10_000).unref(),
-      );
-      const { events, first } = await Promise.race([opened, stuck]);
+      let timer: NodeJS.Timeout | undefined;
+      const stuck = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no first event while the store is stalled; waiting there: ${JSON.stringify(store.waiting)}`)), 10_000);
+      });
+      // Cleared once the race is over, so that it cannot reject later, unhandled, during the next case.
+      const { events, first } = await Promise.race([opened, stuck]).finally(() => clearTimeout(timer));
       expect(first.done).toBe(false);
       expect(first.value!.object).toBe('chat.completion.chunk');
 
