@@ -77,6 +77,8 @@ export class BillingEngine implements Billing {
     this.commits = new GroupCommit(store, log, settings, this.journal, this.metrics, () => this.inflight);
     if (this.journal) {
       const j = this.journal;
+      j.onError = (op, segment, err) =>
+        this.log.warn(`billing journal could not ${op} a segment the store has; the next start replays it`, { segment, error: err.message });
       every(LOCK_STALE_MS / 6, () => j.touch(), 'journal lock touch');
     }
     // At start too: a restart on the same database resolves what the previous process left,

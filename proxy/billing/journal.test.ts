@@ -213,6 +213,24 @@ describe('billing journal', () => {
     expect(seg.name).toBe(segments(dir)[1]);
   });
 
+  for (const alone of [true, false])
+    it(`keeps writing after a failed write on a segment the store has all of, whose close fails too (${alone ? 'on the event loop' : 'through the pool'})`, async () => {
+      const dir = fresh();
+      const j = new BillingJournal(dir);
+      const errors: string[] = [];
+      j.onError = (op, _segment, err) => errors.push(`${op}: ${(err as NodeJS.ErrnoException).code}`);
+      j.committed(await j.append(rec('a')), 1);
+      // The disk goes away under the open segment: its writes fail, and so does its close.
+      closeSync((j as unknown as { current: { fd: number } }).current.fd);
+      await expect(j.append(rec('b'), alone)).rejects.toThrow();
+      // The failed segment held only a stored line, so it is gone; the next append opens another.
+      const seg = await j.append(rec('c'), alone);
+      expect(errors).toEqual(['close: EBADF']);
+      expect(segments(dir)).toEqual([seg.name]);
+      expect(parsed(parseSegment(readFileSync(join(dir, seg.name), 'utf8'))).map((r) => r.o)).toEqual(['c']);
+      await j.close();
+    });
+
   it('refuses a lock another host touched lately (a shared volume), and takes over one left untouched', async () => {
     const dir = fresh();
     const lock = join(dir, 'LOCK');

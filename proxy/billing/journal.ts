@@ -83,6 +83,8 @@ export class BillingJournal {
   private lastWriteMs = 0;
   /** Segments a previous process left here, to be replayed. */
   readonly leftover: string[];
+  /** Told when a segment the store has every line of could not be closed or deleted (the engine logs it). */
+  onError: ((op: 'close' | 'delete', segment: string, err: Error) => void) | undefined;
 
   /** Opens (creating) the directory and takes its lock; throws if a live process on this host holds it. */
   constructor(
@@ -236,15 +238,26 @@ export class BillingJournal {
     else writeAll(seg.fd, out, at, done);
   }
 
+  /**
+   * Never throws: it runs inside a write's completion, and a throw there would leave the journal
+   * marked as writing, every later append waiting forever. A segment that cannot be closed or
+   * deleted loses nothing: the store has all its lines, and a replay at the next start is
+   * idempotent.
+   */
   private dropIfDone(s: Segment): void {
     if (!s.sealed || s.durable !== s.appended || s.fd < 0) return;
-    closeSync(s.fd);
+    const fd = s.fd;
     s.fd = -1;
+    try {
+      closeSync(fd);
+    } catch (err) {
+      this.onError?.('close', s.name, err as Error);
+    }
     try {
       unlinkSync(join(this.dir, s.name));
     } catch (err) {
       // Already gone (someone cleaned the directory): nothing left to delete.
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') this.onError?.('delete', s.name, err as Error);
     }
   }
 }
