@@ -3,9 +3,8 @@ import { badRequest } from '../../kernel/errors.js';
 import type { Queryable } from '../store/index.js';
 
 /**
- * Usage over time, read from the hourly and daily rollups (migrations 020, 021) that a trigger
- * keeps beside the usage records: an answer reads (buckets x models) rows per key, never the
- * records themselves.
+ * Usage over time, read from the hourly and daily rollups (migrations 020, 021, 031) kept beside
+ * the usage records: an answer reads (buckets x models) rows per key, never the records themselves.
  */
 export type Bucket = 'hour' | 'day';
 export type SummaryGroup = 'model' | 'key' | 'account' | 'none';
@@ -90,13 +89,22 @@ export async function usageSummary(q: Queryable, f: SummaryQuery) {
   if (f.keyName) add('key_name = ?', f.keyName);
   if (f.model) add('model = ?', f.model);
   // Days from the daily rollup, hours from the hourly one: each bucket is one row per key and model.
+  // Plus the rows the trigger appended since the last fold (migration 031), read in the same
+  // statement: a fold moves rows from one to the other in one transaction, so none is missed or
+  // counted twice.
   const [table, column] = f.bucket === 'day' ? ['usage_daily', 'day'] : ['usage_hourly', 'hour'];
-  add(`${column} >= date_trunc('${f.bucket}', ?::timestamptz, 'UTC')`, f.since.toISOString());
-  add(`${column} < ?`, f.until.toISOString());
+  const pendingColumn = f.bucket === 'day' ? "date_trunc('day', hour, 'UTC')" : 'hour';
+  params.push(f.since.toISOString(), f.until.toISOString());
+  const range = (col: string) =>
+    [...where, `${col} >= date_trunc('${f.bucket}', $${params.length - 1}::timestamptz, 'UTC')`, `${col} < $${params.length}`].join(' AND ');
+  const sums = 'requests, errors, input_tokens, cached_input_tokens, output_tokens, credits';
   const r = await q.query<Row>(
-    `SELECT ${column} AS start, ${GROUP_COLUMN[f.groupBy]} AS grp, sum(requests) AS requests, sum(errors) AS errors,
-            sum(input_tokens) AS input_tokens, sum(cached_input_tokens) AS cached_input_tokens, sum(output_tokens) AS output_tokens, sum(credits) AS credits
-       FROM ${table} WHERE ${where.join(' AND ')} GROUP BY 1, 2 ORDER BY 1, 2`,
+    `SELECT start, grp, sum(requests) AS requests, sum(errors) AS errors, sum(input_tokens) AS input_tokens,
+            sum(cached_input_tokens) AS cached_input_tokens, sum(output_tokens) AS output_tokens, sum(credits) AS credits
+       FROM (SELECT ${column} AS start, ${GROUP_COLUMN[f.groupBy]} AS grp, ${sums} FROM ${table} WHERE ${range(column)}
+             UNION ALL
+             SELECT ${pendingColumn}, ${GROUP_COLUMN[f.groupBy]}, ${sums} FROM usage_rollup_pending WHERE ${range(pendingColumn)}) u
+      GROUP BY 1, 2 ORDER BY 1, 2`,
     params,
   );
   const totals = { requests: 0, errors: 0, input_tokens: 0, cached_input_tokens: 0, output_tokens: 0, credits: 0n };

@@ -22,4 +22,4 @@ export {
   type HoldInput,
 } from './ledger.js';
 export { chatCost } from './pricing.js';
-export { listUsage, parseUsageQuery, recordTaskUsage, MAX_USAGE_LIMIT, type TaskUsage, type UsageQuery } from './usage.js';
+export { foldUsageRollups, listUsage, parseUsageQuery, recordTaskUsage, MAX_USAGE_LIMIT, type TaskUsage, type UsageQuery } from './usage.js';

@@ -6,6 +6,8 @@ export interface BillingSettings {
   idleMs: number;
   /** How often each replica runs the sweeper. */
   sweepIntervalMs: number;
+  /** How often each replica folds the usage rows appended since (migration 031) into the hourly and daily rollups. */
+  rollupFoldMs: number;
   /** A top-up reserves what the request lacks plus this many times its hold, or twice the holds in flight if more (at most half of what the account has left). */
   sliceFactor: bigint;
   /** Most captures written by one group commit. */
@@ -32,6 +34,7 @@ export const DEFAULT_BILLING_SETTINGS: BillingSettings = {
   leaseMs: 30_000,
   idleMs: 10_000,
   sweepIntervalMs: 5_000,
+  rollupFoldMs: 1_000,
   sliceFactor: 8n,
   maxBatch: 500,
   refusalMemoryMs: 250,

@@ -183,3 +183,13 @@ export async function recordTaskUsage(q: Queryable, u: TaskUsage): Promise<void>
     ],
   );
 }
+
+/**
+ * Moves the rows the usage trigger appended to usage_rollup_pending into usage_hourly and
+ * usage_daily (migration 031), in one transaction; every replica calls it every second or so, and
+ * a call while another replica folds returns at once. Returns how many pending rows it moved.
+ */
+export async function foldUsageRollups(q: Queryable): Promise<number> {
+  const r = await q.query<{ moved: number }>('SELECT usage_rollup_fold() AS moved');
+  return Number(r.rows[0]?.moved ?? 0);
+}
