@@ -2,24 +2,14 @@
 -- trigger appends one row per key, model and hour to usage_rollup_pending (a plain insert into a
 -- table without indexes), and usage_rollup_fold(), which every replica runs every second or so,
 -- moves those rows into usage_hourly and usage_daily in one transaction. The two upserts were a
--- quarter of PostgreSQL's work in a chat request's group commit (bench/chat/NOTES.md). Readers
+-- quarter of PostgreSQL's work in a chat request's group commit (bench/RESULTS.md). Readers
 -- add the pending rows to the rollups in one statement, so they see every record whether its
 -- rows were folded yet or not (a fold's DELETE and upserts commit together). During a rolling
 -- upgrade a replica of the previous version reads the rollups alone: its charts lag by the fold.
 -- Statements end mid-line inside the bodies: migrations split on ';' at line ends.
-CREATE TABLE IF NOT EXISTS usage_rollup_pending (
-  hour TIMESTAMPTZ NOT NULL,
-  key_hash TEXT NOT NULL,
-  model TEXT NOT NULL,
-  key_name TEXT NOT NULL,
-  account TEXT NOT NULL,
-  requests BIGINT NOT NULL,
-  errors BIGINT NOT NULL,
-  input_tokens BIGINT NOT NULL,
-  cached_input_tokens BIGINT NOT NULL,
-  output_tokens BIGINT NOT NULL,
-  credits BIGINT NOT NULL
-);
+
+-- The hourly rollup's columns, without its key and indexes: rows are only appended, then deleted.
+CREATE TABLE IF NOT EXISTS usage_rollup_pending (LIKE usage_hourly);
 
 CREATE OR REPLACE FUNCTION usage_rollup() RETURNS trigger LANGUAGE plpgsql AS $fn$
 BEGIN
