@@ -220,9 +220,13 @@ describe('billing journal', () => {
       const errors: string[] = [];
       j.onError = (op, _segment, err) => errors.push(`${op}: ${(err as NodeJS.ErrnoException).code}`);
       j.committed(await j.append(rec('a')), 1);
-      // The disk goes away under the open segment: its writes fail, and so does its close.
-      closeSync((j as unknown as { current: { fd: number } }).current.fd);
+      // The disk goes away under the open segment: its writes fail, and so does its close (a
+      // descriptor that is not open; closing the real one could let another open reuse its number).
+      const cur = (j as unknown as { current: { fd: number } }).current;
+      const real = cur.fd;
+      cur.fd = 1 << 30;
       await expect(j.append(rec('b'), alone)).rejects.toThrow();
+      closeSync(real);
       // The failed segment held only a stored line, so it is gone; the next append opens another.
       const seg = await j.append(rec('c'), alone);
       expect(errors).toEqual(['close: EBADF']);
