@@ -140,3 +140,37 @@ for (const c of storeCases({ thread: true })) {
     });
   });
 }
+
+const url = process.env.DATABASE_URL;
+describe.skipIf(!url)('usage rollup folds on postgres', () => {
+  it('wait for no fold of another schema in the same database (another installation), only for one of their own', async () => {
+    let release: () => void = () => {};
+    const held = new Promise<void>((r) => (release = r));
+    const pg = storeCases().find((c) => c.name === 'postgres')!;
+    const [a, b] = await Promise.all([pg.open(), pg.open()]);
+    try {
+      for (const st of [a, b]) {
+        await st.tx((q) => credit(q, { account: 'a', operationId: 'grant', amount: 1_000_000n }));
+        await writeCaptures(st, [item('k1', 'm', 1n)]);
+      }
+      let folding: () => void = () => {};
+      const started = new Promise<void>((r) => (folding = r));
+      // A fold in schema a that has not committed yet holds a's fold lock.
+      const first = a.tx(async (q) => {
+        const moved = await foldUsageRollups(q);
+        folding();
+        await held;
+        return moved;
+      });
+      await started;
+      expect(await foldUsageRollups(a)).toBe(0);
+      expect(await foldUsageRollups(b)).toBe(1);
+      release();
+      expect(await first).toBe(1);
+      expect(await count(a, 'usage_rollup_pending')).toBe(0);
+    } finally {
+      release();
+      await Promise.all([disposeStore(a), disposeStore(b)]);
+    }
+  });
+});

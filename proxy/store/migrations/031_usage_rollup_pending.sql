@@ -18,11 +18,13 @@ BEGIN
          sum(input_tokens), sum(cached_input_tokens), sum(output_tokens), sum(credits)
     FROM new_usage GROUP BY 1, 2, 3; RETURN NULL; END $fn$;
 
--- One fold at a time (the others return at once); rows are upserted in key order, so a fold never
--- waits on a lock another holds in the opposite order. Returns how many pending rows it moved.
+-- One fold at a time per schema (the others return at once; advisory locks are database-wide, and
+-- installations in other schemas of the database fold their own); rows are upserted in key order,
+-- so a fold never waits on a lock another holds in the opposite order. Returns how many pending
+-- rows it moved.
 CREATE OR REPLACE FUNCTION usage_rollup_fold() RETURNS INT LANGUAGE plpgsql AS $fn$
 DECLARE moved INT; BEGIN
-  IF NOT pg_try_advisory_xact_lock(7470708) THEN RETURN 0; END IF; WITH gone AS (
+  IF NOT pg_try_advisory_xact_lock(7470708, hashtext(current_schema())) THEN RETURN 0; END IF; WITH gone AS (
       DELETE FROM usage_rollup_pending RETURNING *
     ), g AS (
       SELECT hour, key_hash, model, max(key_name) AS key_name, max(account) AS account, sum(requests) AS requests, sum(errors) AS errors,
