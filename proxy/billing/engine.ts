@@ -60,11 +60,17 @@ export class BillingEngine implements Billing {
     this.metrics = registry ? billingMetrics(registry) : undefined;
     this.leases = new Leases(store, log, settings, this.replica, this.metrics);
     this.spend = new SpendLimits(store);
+    // A tick while the previous one's work is still under way is skipped: against a slow store,
+    // work would otherwise pile up, one query a tick, each holding a pool connection.
     const every = (ms: number, fn: () => unknown, what: string) => {
+      let busy = false;
       const t = setInterval(() => {
+        if (busy) return;
+        busy = true;
         const run = Promise.resolve()
           .then(fn)
-          .catch((err: Error) => this.log.error(`billing ${what} failed`, { error: err.message }));
+          .catch((err: Error) => this.log.error(`billing ${what} failed`, { error: err.message }))
+          .finally(() => (busy = false));
         this.running.add(run);
         void run.finally(() => this.running.delete(run));
       }, ms);

@@ -4,7 +4,7 @@ import { meteredBilling } from '../../proxy/billing/engine.js';
 import { sweepExpiredHolds } from '../../proxy/billing/sweeper.js';
 import type { Store } from '../../proxy/store/index.js';
 import { createLogger } from '../../kernel/log.js';
-import { disposeStore, storeCases } from '../support/stores.js';
+import { disposeStore, storeCases, wrapStore } from '../support/stores.js';
 import { C } from './support.js';
 
 /** Sweepers of several replicas at once release each expired hold exactly once, and only theirs. */
@@ -82,6 +82,33 @@ for (const sc of storeCases()) {
       // The gateway closes its store next: a sweep still running then fails and logs an error.
       expect(late).toBe(0);
       expect(sweeps).toBe(2);
+    });
+
+    it("starts no timer's work while the same timer's previous work is under way (a slow store gets no pile of queries)", async () => {
+      let folds = 0;
+      let release: () => void = () => {};
+      const gate = new Promise<void>((r) => (release = r));
+      const slow = wrapStore(store, (q) => ({
+        query: async (sql, params) => {
+          if (sql.includes('usage_rollup_fold')) {
+            folds++;
+            await gate;
+          }
+          return q.query(sql, params);
+        },
+      }));
+      const engine = meteredBilling({ store: slow, log: createLogger({}, 'error') }, { rollupFoldMs: 10 });
+      try {
+        // Thirty ticks while the first fold waits on the store.
+        await new Promise((r) => setTimeout(r, 300));
+        expect(folds).toBe(1);
+        release();
+        await new Promise((r) => setTimeout(r, 200));
+        expect(folds).toBeGreaterThan(1);
+      } finally {
+        release();
+        await engine.close();
+      }
     });
   });
 }
