@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import type { Settings } from '../../kernel/settings.js';
 import { GatewayError } from '../../kernel/errors.js';
 import type { Registry } from 'prom-client';
+import { FailureLog } from '../../kernel/failure-log.js';
 import type { Logger } from '../../kernel/log.js';
 import type { Store } from '../store/index.js';
 import { commitRecord } from './commit.js';
@@ -62,14 +63,19 @@ export class BillingEngine implements Billing {
     this.spend = new SpendLimits(store);
     // A tick while the previous one's work is still under way is skipped: against a slow store,
     // work would otherwise pile up, one query a tick, each holding a pool connection.
+    // A store that stays down is logged as one outage per timer, not a line per tick.
     const every = (ms: number, fn: () => unknown, what: string) => {
       let busy = false;
+      const failures = new FailureLog(this.log, `billing ${what}`);
       const t = setInterval(() => {
         if (busy) return;
         busy = true;
         const run = Promise.resolve()
           .then(fn)
-          .catch((err: Error) => this.log.error(`billing ${what} failed`, { error: err.message }))
+          .then(
+            () => failures.succeeded(),
+            (err: Error) => failures.failed(err),
+          )
           .finally(() => (busy = false));
         this.running.add(run);
         void run.finally(() => this.running.delete(run));

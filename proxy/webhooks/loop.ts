@@ -1,3 +1,4 @@
+import { FailureLog } from '../../kernel/failure-log.js';
 import type { Logger } from '../../kernel/log.js';
 
 export interface LoopOptions<T> {
@@ -26,8 +27,12 @@ export class WorkerLoop<T> {
   private again = false;
   private readonly inflight = new Set<Promise<void>>();
   private readonly abort = new AbortController();
+  /** A claim fails every interval while the store is down: logged as one outage. */
+  private readonly claimFailures: FailureLog;
 
-  constructor(private readonly opts: LoopOptions<T>) {}
+  constructor(private readonly opts: LoopOptions<T>) {
+    this.claimFailures = new FailureLog(opts.log, `${opts.name}: claim`);
+  }
 
   start(): void {
     this.stopped = false;
@@ -59,8 +64,9 @@ export class WorkerLoop<T> {
     let items: T[];
     try {
       items = await this.opts.claim(free);
+      this.claimFailures.succeeded();
     } catch (err) {
-      this.opts.log.error(`${this.opts.name}: claim failed`, { error: (err as Error).message });
+      this.claimFailures.failed(err as Error);
       return;
     }
     for (const item of items) {

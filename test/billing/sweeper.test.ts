@@ -3,9 +3,9 @@ import { accountState, credit, hold, verifyLedger } from '../../proxy/billing/le
 import { meteredBilling } from '../../proxy/billing/engine.js';
 import { sweepExpiredHolds } from '../../proxy/billing/sweeper.js';
 import type { Store } from '../../proxy/store/index.js';
-import { createLogger } from '../../kernel/log.js';
+import { createLogger, type Logger } from '../../kernel/log.js';
 import { disposeStore, storeCases, wrapStore } from '../support/stores.js';
-import { C } from './support.js';
+import { C, until } from './support.js';
 
 /** Sweepers of several replicas at once release each expired hold exactly once, and only theirs. */
 for (const sc of storeCases()) {
@@ -107,6 +107,54 @@ for (const sc of storeCases()) {
         expect(folds).toBeGreaterThan(1);
       } finally {
         release();
+        await engine.close();
+      }
+    });
+
+    it('logs a store outage once per timer, not once per tick, and its end', async () => {
+      let down = true;
+      let folds = 0;
+      const flaky = wrapStore(store, (q) => ({
+        query: async (sql, params) => {
+          if (sql.includes('usage_rollup_fold')) {
+            folds++;
+            if (down) throw new Error('connect ECONNREFUSED 127.0.0.1:5432');
+          }
+          return q.query(sql, params);
+        },
+      }));
+      const lines: { level: string; msg: string; fields?: Record<string, unknown> }[] = [];
+      const at = (level: string) => (msg: string, fields?: Record<string, unknown>) => void lines.push({ level, msg, fields });
+      const log: Logger = { info: at('info'), warn: at('warn'), error: at('error'), child: () => log };
+      const engine = meteredBilling({ store: flaky, log }, { rollupFoldMs: 10 });
+      const fold = (msg: string) => lines.filter((l) => l.msg === `billing usage rollup fold ${msg}`);
+      try {
+        await until(
+          async () => folds,
+          (n) => n >= 10,
+          5_000,
+          'ten failed folds',
+        );
+        expect(fold('failed')).toEqual([{ level: 'error', msg: 'billing usage rollup fold failed', fields: { error: 'connect ECONNREFUSED 127.0.0.1:5432' } }]);
+        expect(fold('still failing')).toEqual([]);
+        down = false;
+        await until(
+          async () => fold('recovered').length,
+          (n) => n > 0,
+          5_000,
+          'the fold to recover',
+        );
+        expect(fold('recovered')[0]!.fields!.failures).toBeGreaterThanOrEqual(10);
+        const after = folds;
+        await until(
+          async () => folds,
+          (n) => n >= after + 5,
+          5_000,
+          'five more folds',
+        );
+        expect(fold('recovered')).toHaveLength(1);
+        expect(fold('failed')).toHaveLength(1);
+      } finally {
         await engine.close();
       }
     });
