@@ -72,39 +72,44 @@ async function main() {
     const rollupRows = await count('usage_hourly');
     const dailyRows = await count('usage_daily');
     const q = (s: string) => new URLSearchParams(s);
-    const rows: [string, number, string][] = [];
-    const add = async (what: string, fn: () => Promise<{ data: unknown[] }>) => {
-      const r = await timed(fn);
-      rows.push([what, r.ms, String(r.value.data.length)]);
-    };
-    await add("a key's usage by model, hourly, last 24 h (key holder's chart)", () =>
+    const queries: [string, () => Promise<{ data: unknown[] }>][] = [];
+    const add = (what: string, fn: () => Promise<{ data: unknown[] }>) => void queries.push([what, fn]);
+    add("a key's usage by model, hourly, last 24 h (key holder's chart)", () =>
       usageSummary(store, { ...parseSummaryQuery(q('bucket=hour'), ['model']), keyHash: 'hash-7' }),
     );
-    await add("a key's usage by model, daily, last 30 days", () =>
-      usageSummary(store, { ...parseSummaryQuery(q('bucket=day'), ['model']), keyHash: 'hash-7' }),
-    );
-    await add('every account, daily, last 30 days (operator explorer)', () =>
-      usageSummary(store, parseSummaryQuery(q('bucket=day&group_by=account'), ['account'])),
-    );
-    await add('one account by key, hourly, last 7 days', () =>
+    add("a key's usage by model, daily, last 30 days", () => usageSummary(store, { ...parseSummaryQuery(q('bucket=day'), ['model']), keyHash: 'hash-7' }));
+    add('every account, daily, last 30 days (operator explorer)', () => usageSummary(store, parseSummaryQuery(q('bucket=day&group_by=account'), ['account'])));
+    add('one account by key, hourly, last 7 days', () =>
       usageSummary(store, parseSummaryQuery(q(`bucket=hour&group_by=key&account=acct-3&since=${Math.floor(Date.now() / 1000) - 7 * 86400}`), ['key'])),
     );
-    await add("a key's latest 50 requests", () => listUsage(store, { keyHash: 'hash-7', limit: 50 }));
-    await add('latest 100 requests of one model, all accounts', () => listUsage(store, { model: 'model-3', limit: 100 }));
-    await add('latest 100 requests of one key name (admin filter)', () => listUsage(store, { keyName: 'key-9', limit: 100 }));
+    add("a key's latest 50 requests", () => listUsage(store, { keyHash: 'hash-7', limit: 50 }));
+    add('latest 100 requests of one model, all accounts', () => listUsage(store, { model: 'model-3', limit: 100 }));
+    add('latest 100 requests of one key name (admin filter)', () => listUsage(store, { keyName: 'key-9', limit: 100 }));
+    // Twice: right after the fold of the fill's backlog, whose deleted pending rows every summary
+    // still scans, and once the pending table is vacuumed, as autovacuum leaves it within a minute
+    // (and PGlite's engine every minute) and as it stays in service, about a second of rows.
+    const rows: [string, number, number, string][] = [];
+    for (const [what, fn] of queries) rows.push([what, (await timed(fn)).ms, NaN, '']);
+    await store.query('VACUUM usage_rollup_pending');
+    for (const [i, [, fn]] of queries.entries()) {
+      const r = await timed(fn);
+      rows[i]![2] = r.ms;
+      rows[i]![3] = String(r.value.data.length);
+    }
     // Fresh operation ids past the filled ones (a reused schema holds an earlier run's too).
     const base = RECORDS + 1 + Math.floor(Math.random() * 1e9) * 100_000;
+    const pendingKiB = Number((await store.query<{ s: string }>(`SELECT pg_relation_size('usage_rollup_pending') AS s`)).rows[0]!.s) / 1024;
     const withTrigger = await insertRate(store, true, 200, base);
     const without = await insertRate(store, false, 200, base + 200 * 100);
     const lines = [
       '## Console aggregates',
       '',
       `${measuredBy('npx tsx bench/console.ts')}, PostgreSQL ${(await store.query<{ server_version: string }>('SHOW server_version')).rows[0]!.server_version}.`,
-      `${RECORDS.toLocaleString('en')} usage records (1,000 keys, 100 accounts, 20 models, ${DAYS} days) filled in ${fillS.toFixed(0)} s through the rollup trigger; the rollups hold ${rollupRows.toLocaleString('en')} hourly and ${dailyRows.toLocaleString('en')} daily rows. Median of 5 runs after one warm-up, through the functions behind the endpoints.`,
+      `${RECORDS.toLocaleString('en')} usage records (1,000 keys, 100 accounts, 20 models, ${DAYS} days) filled in ${fillS.toFixed(0)} s through the rollup trigger; the rollups hold ${rollupRows.toLocaleString('en')} hourly and ${dailyRows.toLocaleString('en')} daily rows. Median of 5 runs after one warm-up, through the functions behind the endpoints: once the pending rows' table is vacuumed (${pendingKiB.toFixed(0)} KiB then), as in service, and right after the fold that moved the fill's backlog, while its deleted rows are still in that table.`,
       '',
-      '| query | ms | rows |',
-      '|---|---:|---:|',
-      ...rows.map(([w, ms, n]) => `| ${w} | ${ms.toFixed(1)} | ${n} |`),
+      '| query | ms | ms right after folding the backlog | rows |',
+      '|---|---:|---:|---:|',
+      ...rows.map(([w, backlog, ms, n]) => `| ${w} | ${ms.toFixed(1)} | ${backlog.toFixed(1)} | ${n} |`),
       '',
       `Inserting in statements of 100 records (a group commit's batch): ${withTrigger.toFixed(0)} records/s with the rollup trigger, ${without.toFixed(0)} without.`,
       '',
