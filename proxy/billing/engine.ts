@@ -16,7 +16,7 @@ import { billingMetrics, type BillingMetrics } from './metrics.js';
 import { chatCost, chatHold } from './pricing.js';
 import { billingSettings, type BillingSettings } from './settings.js';
 import { sweepExpiredHolds } from './sweeper.js';
-import { foldUsageRollups, vacuumPendingUsage } from './usage.js';
+import { foldUsageRollups } from './usage.js';
 import { SpendLimits, type KeySpend } from './spend-limits.js';
 import type { Billing, ChatCharge, ChatQuote, ChatSettlement } from './types.js';
 
@@ -87,8 +87,6 @@ export class BillingEngine implements Billing {
     every(settings.sweepIntervalMs, () => this.sweep(), 'sweeper');
     // Off the commit path: the two upserts per group commit were a quarter of PostgreSQL's work in it.
     every(settings.rollupFoldMs, () => foldUsageRollups(store), 'usage rollup fold');
-    // PostgreSQL's autovacuum keeps that table small; PGlite runs none.
-    if (store.kind === 'pglite') every(settings.pendingVacuumMs, () => vacuumPendingUsage(store), 'usage rollup vacuum');
     // Opened here, synchronously, so a directory another live process holds stops the start.
     this.journal = settings.journalDir ? new BillingJournal(settings.journalDir, undefined, store.durable) : undefined;
     this.commits = new GroupCommit(store, log, settings, this.journal, this.metrics, () => this.inflight);

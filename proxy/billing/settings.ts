@@ -8,12 +8,6 @@ export interface BillingSettings {
   sweepIntervalMs: number;
   /** How often each replica folds the usage rows appended since (migration 031) into the hourly and daily rollups. */
   rollupFoldMs: number;
-  /**
-   * How often a replica on PGlite vacuums the pending usage rows' table. PGlite (single-user
-   * PostgreSQL) runs no autovacuum: the rows each fold deletes would stay as dead space, the table
-   * would grow with every commit ever made, and every summary reads it whole.
-   */
-  pendingVacuumMs: number;
   /** A top-up reserves what the request lacks plus this many times its hold, or twice the holds in flight if more (at most half of what the account has left). */
   sliceFactor: bigint;
   /** Most captures written by one group commit. */
@@ -41,7 +35,6 @@ export const DEFAULT_BILLING_SETTINGS: BillingSettings = {
   idleMs: 10_000,
   sweepIntervalMs: 5_000,
   rollupFoldMs: 1_000,
-  pendingVacuumMs: 60_000,
   sliceFactor: 8n,
   maxBatch: 500,
   refusalMemoryMs: 250,

@@ -193,11 +193,3 @@ export async function foldUsageRollups(q: Queryable): Promise<number> {
   const r = await q.query<{ moved: number }>('SELECT usage_rollup_fold() AS moved');
   return Number(r.rows[0]?.moved ?? 0);
 }
-
-/**
- * Makes the space of the pending rows folds deleted reusable, where nothing else does (PGlite has
- * no autovacuum); outside a transaction. Cheap: the table holds about a second of rows.
- */
-export async function vacuumPendingUsage(q: Queryable): Promise<void> {
-  await q.query('VACUUM usage_rollup_pending');
-}

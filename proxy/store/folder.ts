@@ -11,7 +11,11 @@ import type { StoreOptions } from './types.js';
  * copies are then kept every few seconds. `lock`, when given, is released by the store's close();
  * without it the caller releases its own (the store runs in a worker thread: pglite-thread.ts).
  */
-export async function openFolder(dir: string, opts: StoreOptions & { snapshotIntervalMs: number }, lock?: DataDirLock): Promise<PgliteStore> {
+export async function openFolder(
+  dir: string,
+  opts: StoreOptions & { snapshotIntervalMs: number; vacuumIntervalMs: number },
+  lock?: DataDirLock,
+): Promise<PgliteStore> {
   const interval = opts.snapshotIntervalMs;
   let { state, last } = interval > 0 ? prepareLiveDir(dir) : { state: 'live' as const, last: undefined };
   let store: PgliteStore;
@@ -23,6 +27,7 @@ export async function openFolder(dir: string, opts: StoreOptions & { snapshotInt
     ({ state, last } = prepareLiveDir(dir, true));
     store = await openMigrated(dir, lock);
   }
+  store.vacuumEvery(opts.vacuumIntervalMs, opts.log);
   if (state === 'restored') opts.log?.info('data folder restored from its last durable copy (the machine crashed since it was written)', { dir });
   if (interval > 0) {
     markLiveDir(dir);

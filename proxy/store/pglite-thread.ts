@@ -61,10 +61,10 @@ export class PgliteThreadStore implements Store {
   /** Starts the worker on `dir` (locked by the caller with `lock`) and waits until PGlite is open and migrated. */
   static async open(
     dir: string,
-    opts: { snapshotIntervalMs: number; log?: Logger; onLost?: (err: Error) => void },
+    opts: { snapshotIntervalMs: number; vacuumIntervalMs: number; log?: Logger; onLost?: (err: Error) => void },
     lock: DataDirLock,
   ): Promise<PgliteThreadStore> {
-    const worker = startWorker({ dir, snapshotIntervalMs: opts.snapshotIntervalMs });
+    const worker = startWorker({ dir, snapshotIntervalMs: opts.snapshotIntervalMs, vacuumIntervalMs: opts.vacuumIntervalMs });
     const ready = await new Promise<Extract<Reply, { ready: boolean }>>((resolve, reject) => {
       const onMessage = (r: Reply) => {
         if ('log' in r) return void opts.log?.[r.log](r.msg, r.fields);

@@ -13,6 +13,7 @@ import type { Queryable } from './types.js';
 export interface WorkerInit {
   dir: string;
   snapshotIntervalMs: number;
+  vacuumIntervalMs: number;
 }
 
 export type Call =
@@ -116,7 +117,7 @@ function serve(port: NonNullable<typeof parentPort>, init: WorkerInit): void {
   };
 
   port.on('message', handle);
-  openFolder(init.dir, { snapshotIntervalMs: init.snapshotIntervalMs, log }).then(
+  openFolder(init.dir, { snapshotIntervalMs: init.snapshotIntervalMs, vacuumIntervalMs: init.vacuumIntervalMs, log }).then(
     (s) => {
       store = s;
       send({ ready: true, durable: s.durable !== undefined });

@@ -35,6 +35,11 @@ export interface StoreOptions {
   poolSize?: number;
   /** PGlite on a folder: how often a durable copy of it is made while it is written (ms; default 5000; 0: never). */
   snapshotIntervalMs?: number;
+  /**
+   * PGlite: how often it is vacuumed when something was written since (ms; default 60000, as
+   * PostgreSQL's autovacuum looks; 0: never). PGlite is single-user PostgreSQL and runs no autovacuum.
+   */
+  vacuumIntervalMs?: number;
   /** PGlite on a folder: in a worker thread of its own (default), or false: on the calling thread. */
   thread?: boolean;
   /**

@@ -2,9 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { usageSummary, type SummaryQuery } from '../../proxy/admin/aggregates.js';
 import { writeCaptures, type CaptureItem } from '../../proxy/billing/commit.js';
 import { credit } from '../../proxy/billing/ledger.js';
-import { meteredBilling } from '../../proxy/billing/engine.js';
 import { foldUsageRollups } from '../../proxy/billing/usage.js';
-import { createLogger } from '../../kernel/log.js';
 import type { Queryable, Store } from '../../proxy/store/index.js';
 import { disposeStore, storeCases } from '../support/stores.js';
 
@@ -176,34 +174,3 @@ describe.skipIf(!url)('usage rollup folds on postgres', () => {
     }
   });
 });
-
-/**
- * PGlite runs no autovacuum: the pending rows every fold deletes stayed as dead space, so the
- * table grew by a row per group commit for as long as the quickstart ran (and every summary read
- * it whole). The engine vacuums it on PGlite.
- */
-for (const c of storeCases({ thread: true }).filter((c) => c.name !== 'postgres')) {
-  it(`the pending usage rows' table stays small under a steady load on ${c.name}`, async () => {
-    const store = await c.open();
-    const engine = meteredBilling({ store, log: createLogger({}, 'error') }, { rollupFoldMs: 5, pendingVacuumMs: 20 });
-    try {
-      await store.tx((q) => credit(q, { account: 'a', operationId: 'grant', amount: 1_000_000_000n }));
-      // 3,000 group commits of one record each, with the folds' and the vacuums' turns between some.
-      for (let i = 0; i < 3_000; i++) {
-        await writeCaptures(store, [item(`k${i % 7}`, 'm', 1n)]);
-        if (i % 50 === 0) await new Promise((r) => setTimeout(r, 5));
-      }
-      const size = Number((await store.query<{ s: string }>(`SELECT pg_relation_size('usage_rollup_pending') AS s`)).rows[0]!.s);
-      // One page here with the vacuums; 90-290 KB without.
-      expect(size).toBeLessThanOrEqual(32 * 1024);
-      // Nothing is lost on the way: once folded, the rollups count every record.
-      await engine.close();
-      const s = await sums(store);
-      expect(s.hourly).toEqual(s.records);
-      expect(s.records.requests).toBe(3_000);
-    } finally {
-      await engine.close();
-      await disposeStore(store);
-    }
-  }, 60_000);
-}

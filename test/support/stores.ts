@@ -56,7 +56,7 @@ let folderTemplate: Promise<string> | undefined;
  * PGlite on a new data folder, in its worker thread, with every migration applied. A new folder's
  * initdb costs about 4 s here; each test process makes one and copies it (under 0.1 s).
  */
-export async function openPgliteThread(opts: { onLost?: (err: Error) => void } = {}): Promise<Store> {
+export async function openPgliteThread(opts: { onLost?: (err: Error) => void; vacuumIntervalMs?: number } = {}): Promise<Store> {
   folderTemplate ??= (async () => {
     const root = mkdtempSync(join(tmpdir(), 'tollgate-store-template-'));
     process.once('exit', () => rmSync(root, { recursive: true, force: true }));
