@@ -15,6 +15,8 @@ export class PgliteStore implements Store {
   /** Present while durable copies are kept: resolves once what was committed before the call is in one. */
   durable?: (urgent?: boolean) => Promise<void>;
   private vacuums: NodeJS.Timeout | undefined;
+  /** The vacuum under way, which close() waits for (it would fail on a closed PGlite, and log so). */
+  private vacuuming: Promise<void> | undefined;
   /** A statement ran since the last vacuum (reads too: telling them apart is not worth it): an idle store is left alone. */
   private written = false;
   /** The tables a vacuum covers (listed once: only migrations, before the first, add any). */
@@ -64,7 +66,7 @@ export class PgliteStore implements Store {
       this.written = false;
       // Through db.query, not this.query: it marks nothing written, and its pages need no durable
       // copy of their own (a crash loses a vacuum, which the next one redoes).
-      this.vacuumOwnTables().then(
+      this.vacuuming = this.vacuumOwnTables().then(
         () => failures?.succeeded(),
         (err: Error) => failures?.failed(err),
       );
@@ -117,6 +119,7 @@ export class PgliteStore implements Store {
 
   async close(): Promise<void> {
     clearInterval(this.vacuums);
+    await this.vacuuming;
     try {
       await this.db.close();
       // The folder as the clean shutdown left it, durable: a machine crash after this loses nothing.
