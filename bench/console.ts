@@ -4,7 +4,8 @@
  * 100 accounts, 20 models, 90 days), through the same trigger that keeps the hourly rollup in
  * service, then times what the consoles ask: a key's usage by model per hour (a day) and per day
  * (30 days), every account per day (30 days), a key's latest requests, the latest of a model
- * across accounts. Also the rollup trigger's cost on inserts in 100-record statements (the group
+ * across accounts: right after the fold of the fill's backlog, and again once the pending rows'
+ * table is vacuumed (as it is in service). Also the rollup trigger's cost on inserts in 100-record statements (the group
  * commit's shape). BENCH_KEEP=1 keeps the schema; BENCH_SCHEMA=<it> (and BENCH_FILL_S, the fill's
  * seconds) measures it again after new migrations. Rewrites the "## Console aggregates" section of bench/RESULTS.md.
  */
