@@ -27,7 +27,6 @@ export async function openFolder(
     ({ state, last } = prepareLiveDir(dir, true));
     store = await openMigrated(dir, lock);
   }
-  store.vacuumEvery(opts.vacuumIntervalMs, opts.log);
   if (state === 'restored') opts.log?.info('data folder restored from its last durable copy (the machine crashed since it was written)', { dir });
   if (interval > 0) {
     markLiveDir(dir);
@@ -41,6 +40,8 @@ export async function openFolder(
       throw err;
     }
   }
+  // Last: a failure above closes PGlite directly, and would leave the timer behind.
+  store.vacuumEvery(opts.vacuumIntervalMs, opts.log);
   return store;
 }
 
