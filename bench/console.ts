@@ -88,7 +88,7 @@ async function main() {
     add('latest 100 requests of one key name (admin filter)', () => listUsage(store, { keyName: 'key-9', limit: 100 }));
     // Twice: right after the fold of the fill's backlog, whose deleted pending rows every summary
     // still scans, and once the pending table is vacuumed, as autovacuum leaves it within a minute
-    // (and PGlite's engine every minute) and as it stays in service, about a second of rows.
+    // (PGlite's own store every minute) and as it stays in service, about a second of rows.
     const rows: [string, number, number, string][] = [];
     for (const [what, fn] of queries) rows.push([what, (await timed(fn)).ms, NaN, '']);
     await store.query('VACUUM usage_rollup_pending');

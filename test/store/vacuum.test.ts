@@ -60,7 +60,7 @@ describe('PGlite vacuumed while it is written', () => {
       const store = await open(20);
       try {
         await churn(store);
-        // A page or two each here; without the vacuums (next case) hundreds of KB.
+        // A page or two each here; without the vacuums (next case) about 100 and 50 KB.
         expect(await size(store, 'usage_rollup_pending')).toBeLessThanOrEqual(32 * 1024);
         expect(await size(store, 'holds')).toBeLessThanOrEqual(32 * 1024);
         // Nothing that lives was touched.
