@@ -16,6 +16,7 @@ import {
   retryableFailure,
   speaks,
   type Attempt,
+  type Provider,
   type UpstreamError,
 } from '../upstreams/index.js';
 import { TranslationError } from '../ir/chat.js';
@@ -26,7 +27,7 @@ import { keepConversation, loadConversation } from './conversations.js';
 import { ChatExchange } from './exchange.js';
 import { relayStream } from './relay.js';
 import { decideStream } from './stream-mode.js';
-import { upstreamRequest } from './upstream-request.js';
+import { upstreamRequest, type UpstreamRequest } from './upstream-request.js';
 import { scanTopLevel } from './body.js';
 
 const ENDPOINTS: Record<ChatProtocol, string> = {
@@ -42,6 +43,24 @@ const ENDPOINTS: Record<ChatProtocol, string> = {
  * settles exactly once, and a client that has its final byte has been charged durably.
  */
 export async function handleChat(ctx: RequestContext, deps: GatewayDeps, adapter: ProtocolAdapter): Promise<void> {
+  const { entry, exchange, request } = await admit(ctx, deps, adapter);
+  try {
+    await forward(ctx, deps, adapter, entry, exchange, request);
+  } finally {
+    await exchange.close();
+  }
+}
+
+/**
+ * Everything before the first upstream call, ending with the credits held. A function of its own
+ * because V8 keeps every local of a suspended async function, used again or not: its locals (the
+ * body, parsed, and what was derived from it) go when it returns, not when the answer ends.
+ */
+async function admit(
+  ctx: RequestContext,
+  deps: GatewayDeps,
+  adapter: ProtocolAdapter,
+): Promise<{ entry: GroupModel; exchange: ChatExchange; request: ClientRequest }> {
   // The contract's order: invalid body (400), key (401), no credits (402), restricted client
   // (403), model not in the group (404); the exact hold may still be a 402 after them.
   const { raw, json } = await readJson(ctx);
@@ -158,23 +177,24 @@ export async function handleChat(ctx: RequestContext, deps: GatewayDeps, adapter
         ...(decoded.stored?.keep ? { keep: keeper(deps, key, info.model, decoded) } : {}),
       }
     : undefined;
-  try {
-    await forward(ctx, deps, adapter, entry, exchange, {
-      raw,
-      json,
-      explicitStream: info.stream,
-      stream,
-      capToSet: info.maxOutputTokens === undefined ? outputCap : undefined,
-      translation,
-    });
-  } finally {
-    await exchange.close();
-  }
+  const request: ClientRequest = {
+    body: { raw, json },
+    explicitStream: info.stream,
+    stream,
+    capToSet: info.maxOutputTokens === undefined ? outputCap : undefined,
+    translation,
+  };
+  return { entry, exchange, request };
 }
 
 interface ClientRequest {
-  raw: Buffer;
-  json: Record<string, unknown>;
+  /**
+   * The client's body, read and parsed: a passthrough attempt builds its upstream body from it.
+   * Dropped once no further attempt can need it (the last backend was sent its request, or one
+   * answered), so a request waiting on its upstream or a long stream does not hold it: a coding
+   * agent's body runs to hundreds of KB, held twice (the bytes and the parsed strings).
+   */
+  body: { raw: Buffer; json: Record<string, unknown> } | undefined;
   /** The body's own `stream`; undefined when absent. */
   explicitStream: boolean | undefined;
   /** Whether the client gets a stream (decided from `stream` and Accept). */
@@ -207,17 +227,20 @@ async function forward(
   };
 
   const result = await failover(entry.model.backends, deps.cooldowns, usable, async (backend, { provider, codec }, isLast): Promise<Attempt<true>> => {
-    if (codec) return translatedAttempt(ctx, c.translation!, exchange, backend, provider, codec, isLast);
+    if (codec) {
+      if (isLast) c.body = undefined; // the IR carries this attempt
+      return translatedAttempt(ctx, c.translation!, exchange, backend, provider, codec, isLast);
+    }
     exchange.sent(backend.model);
-    const call = upstreamRequest(ctx, backend, provider, deps.settings.secretFromEnv, adapter.protocol, c.raw, c.json, {
-      on: c.stream,
-      force: c.stream && c.explicitStream === undefined,
-      includeUsage: c.stream && adapter.protocol === 'chat-completions',
-      capToSet: c.capToSet,
-    });
     let resp: Dispatcher.ResponseData;
     try {
-      resp = await callUpstream({ backend, ...call, signal: upstreamSignal, dispatcher: deps.upstreamAgent, scope: ctx.scope });
+      resp = await callUpstream({
+        backend,
+        ...passthroughRequest(ctx, deps, adapter.protocol, backend, provider, c, isLast),
+        signal: upstreamSignal,
+        dispatcher: deps.upstreamAgent,
+        scope: ctx.scope,
+      });
     } catch (err) {
       const e = err as UpstreamError;
       if (e.kind !== 'aborted') {
@@ -232,9 +255,10 @@ async function forward(
       return { failed: { kind: e.kind } };
     }
     const status = resp.statusCode;
+    const retry = status >= 400 ? await retryableFailure(resp, isLast) : undefined;
+    if (retry) return { failed: retry };
+    c.body = undefined; // this answer is the client's: no other backend will be tried
     if (status >= 400) {
-      const retry = await retryableFailure(resp, isLast);
-      if (retry) return { failed: retry };
       // The upstream's own answer, status and body unchanged (retry-after included).
       await exchange.answer(status, 'upstream_error', responseHeaders(resp.headers), Buffer.from(await resp.body.arrayBuffer()));
       return { answered: true };
@@ -250,6 +274,29 @@ async function forward(
   exchange.unavailable(f?.kind === 'timeout' ? 504 : 502);
   if (f?.kind === 'timeout') throw new GatewayError('upstream_timeout', `the upstream did not answer in time (model "${entry.model.model}")`);
   throw new GatewayError('upstream_unavailable', `the upstream could not be reached (model "${entry.model.model}")`);
+}
+
+/**
+ * The upstream request of a passthrough attempt, built from the client's body, which is let go
+ * after the last backend's (synchronous, so that no suspended frame holds the body meanwhile).
+ */
+function passthroughRequest(
+  ctx: RequestContext,
+  deps: GatewayDeps,
+  protocol: ProtocolAdapter['protocol'],
+  backend: CompiledBackend,
+  provider: Provider,
+  c: ClientRequest,
+  isLast: boolean,
+): UpstreamRequest {
+  const { raw, json } = c.body!;
+  if (isLast) c.body = undefined;
+  return upstreamRequest(ctx, backend, provider, deps.settings.secretFromEnv, protocol, raw, json, {
+    on: c.stream,
+    force: c.stream && c.explicitStream === undefined,
+    includeUsage: c.stream && protocol === 'chat-completions',
+    capToSet: c.capToSet,
+  });
 }
 
 /** A non-streaming answer: read whole, usage from its JSON, charged, then sent unchanged. */

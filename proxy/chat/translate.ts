@@ -10,8 +10,11 @@ import {
   commonHeaders,
   credentialOf,
   retryableFailure,
+  upstreamBody,
   type Attempt,
+  type AttemptFailure,
   type Provider,
+  type UpstreamBody,
   type UpstreamChatCodec,
   type UpstreamError,
 } from '../upstreams/index.js';
@@ -64,24 +67,12 @@ export async function translatedAttempt(
   codec: UpstreamChatCodec,
   isLast: boolean,
 ): Promise<Attempt<true>> {
-  // What a backend cannot carry was refused before the hold (codec.refusal): encoding cannot fail here.
-  const body = Buffer.from(JSON.stringify(codec.encode({ ...t.decoded.ir, stream: t.stream }, backend.model, t.outputCap)));
   exchange.sent(backend.model);
-  const headers = commonHeaders(ctx.requestId, t.stream);
-  const credential = credentialOf(backend, t.secretFromEnv);
-  provider.headers(backend, ctx.req.headers, credential, headers);
-  if (backend.headers) Object.assign(headers, backend.headers);
-  // authorize() may complete the path (Vertex: the project named by the service account key).
-  const call = { path: codec.path?.(backend, t.stream) ?? provider.path(backend, codec.op), headers, body };
+  const prepared = await translatedRequest(ctx, t, backend, provider, codec);
+  if ('failed' in prepared) return prepared;
   let resp: Dispatcher.ResponseData;
   try {
-    await provider.authorize?.(backend, credential, call, t.secretFromEnv);
-  } catch (err) {
-    ctx.log.warn('upstream auth failed', { requestId: ctx.requestId, provider: backend.provider, error: (err as Error).message });
-    return { failed: { kind: 'unavailable' } };
-  }
-  try {
-    resp = await callUpstream({ backend, path: call.path, headers, body, signal: t.signal, dispatcher: t.dispatcher, scope: ctx.scope });
+    resp = await callUpstream({ backend, ...prepared, signal: t.signal, dispatcher: t.dispatcher, scope: ctx.scope });
   } catch (err) {
     return { failed: { kind: (err as UpstreamError).kind } };
   }
@@ -115,6 +106,35 @@ export async function translatedAttempt(
   }
   await relayTranslated(ctx, t, exchange, codec, resp, isSse, extra);
   return { answered: true };
+}
+
+/**
+ * The IR encoded for the backend, with its headers and auth. A function of its own, returning
+ * before the call: V8 keeps every local of a suspended async function, and the attempt waits on
+ * its upstream for a whole answer; the body itself is handed over as undici lets go of it.
+ */
+async function translatedRequest(
+  ctx: RequestContext,
+  t: Translation,
+  backend: CompiledBackend,
+  provider: Provider,
+  codec: UpstreamChatCodec,
+): Promise<{ path: string; headers: Record<string, string>; body: UpstreamBody } | { failed: AttemptFailure }> {
+  // What a backend cannot carry was refused before the hold (codec.refusal): encoding cannot fail here.
+  const body = Buffer.from(JSON.stringify(codec.encode({ ...t.decoded.ir, stream: t.stream }, backend.model, t.outputCap)));
+  const headers = commonHeaders(ctx.requestId, t.stream);
+  const credential = credentialOf(backend, t.secretFromEnv);
+  provider.headers(backend, ctx.req.headers, credential, headers);
+  if (backend.headers) Object.assign(headers, backend.headers);
+  // authorize() may complete the path (Vertex: the project named by the service account key).
+  const call = { path: codec.path?.(backend, t.stream) ?? provider.path(backend, codec.op), headers, body };
+  try {
+    await provider.authorize?.(backend, credential, call, t.secretFromEnv);
+  } catch (err) {
+    ctx.log.warn('upstream auth failed', { requestId: ctx.requestId, provider: backend.provider, error: (err as Error).message });
+    return { failed: { kind: 'unavailable' } };
+  }
+  return { path: call.path, headers, body: upstreamBody(body) };
 }
 
 async function readJson(resp: Dispatcher.ResponseData, ctx: RequestContext, exchange: ChatExchange): Promise<unknown> {

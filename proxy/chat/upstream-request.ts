@@ -1,12 +1,12 @@
 import type { RequestContext } from '../http/context.js';
-import { commonHeaders, credentialOf, type Operation, type Provider } from '../upstreams/index.js';
+import { commonHeaders, credentialOf, upstreamBody, type Operation, type Provider, type UpstreamBody } from '../upstreams/index.js';
 import type { CompiledBackend } from '../upstreams/types.js';
 import { rewriteBody } from './body.js';
 
 export interface UpstreamRequest {
   path: string;
   headers: Record<string, string>;
-  body: Buffer;
+  body: UpstreamBody;
 }
 
 /**
@@ -31,7 +31,9 @@ export function upstreamRequest(
   let path = provider.path(backend, op);
   if ((op === 'messages' || op === 'count-tokens') && ctx.query.get('beta') === 'true') path += '?beta=true';
   const cap = stream.capToSet === undefined ? undefined : { key: capMember(provider, op), value: stream.capToSet };
-  const body = rewriteBody(raw, { model: backend.model, forceStream: stream.force, includeUsage: stream.includeUsage, json, ...(cap ? { cap } : {}) });
+  const body = upstreamBody(
+    rewriteBody(raw, { model: backend.model, forceStream: stream.force, includeUsage: stream.includeUsage, json, ...(cap ? { cap } : {}) }),
+  );
   return { path, headers, body };
 }
 

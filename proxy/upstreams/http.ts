@@ -1,5 +1,6 @@
 import { Agent, type Dispatcher } from 'undici';
 import type { CompiledBackend } from './types.js';
+import { OnceBody, type UpstreamBody } from './body.js';
 import { watchUpstream } from '../metrics/telemetry.js';
 import type { RequestScope } from '../metrics/scope.js';
 
@@ -38,7 +39,7 @@ export interface UpstreamCall {
   backend: CompiledBackend;
   path: string;
   headers: Record<string, string>;
-  body: Buffer;
+  body: UpstreamBody;
   signal: AbortSignal;
   /** The gateway's upstream agent. */
   dispatcher: Dispatcher;
@@ -78,8 +79,10 @@ export async function callUpstream(call: UpstreamCall): Promise<Dispatcher.Respo
       origin: t.origin,
       path: t.basePath + call.path,
       method: 'POST',
-      headers: call.headers,
-      body: call.body,
+      // undici sends an iterable chunked unless told its length.
+      headers: call.body instanceof OnceBody ? { ...call.headers, 'content-length': String(call.body.length) } : call.headers,
+      // undici's documentation accepts any Iterable as a body; its types list only a Readable.
+      body: call.body as Buffer,
       signal: call.signal,
       headersTimeout: call.backend.timeoutMs,
       bodyTimeout: call.backend.timeoutMs,

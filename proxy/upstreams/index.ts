@@ -1,6 +1,7 @@
 export { chatProvider, speaks, taskProvider, type ProviderEntry } from './registry.js';
 
 export { credentialOf } from './credentials.js';
+export { OnceBody, upstreamBody, type UpstreamBody } from './body.js';
 export { callUpstream, classify, createUpstreamAgent, UpstreamError } from './http.js';
 export { clientHeader, commonHeaders, responseHeaders, USER_AGENT } from './headers.js';
 export { Cooldowns, cooldownMs, orderBackends } from './select.js';

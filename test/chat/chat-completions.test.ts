@@ -119,6 +119,20 @@ describe('POST /v1/chat/completions through the gateway (openai SDK)', () => {
     }
   });
 
+  it('a client disconnect before the first byte aborts the upstream request', async () => {
+    const marker = `d0-${Date.now()}`;
+    const ac = new AbortController();
+    const pending = client.chat.completions
+      .create({ model: 'sim-gpt', stream: true, messages: [{ role: 'user', content: `[sim:slow=10000] ${marker}` }] }, { signal: ac.signal })
+      .catch((err: Error) => err);
+    await waitFor(() => stack.sim.recorder.find(marker).length === 1, 5000, 'the upstream request');
+    ac.abort();
+    expect(await pending).toBeInstanceOf(Error);
+    const rec = stack.sim.recorder.find(marker)[0]!;
+    await waitFor(() => rec.aborted, 5000, 'the simulator to see the abort');
+    expect(rec.completed).toBe(false);
+  });
+
   it('tool call round trip with streamed arguments; the tool message reaches the upstream unchanged', async () => {
     const tools: OpenAI.ChatCompletionTool[] = [
       {

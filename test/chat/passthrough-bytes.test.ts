@@ -121,3 +121,49 @@ describe('passthrough streams are relayed byte for byte while the tap reads usag
     });
   });
 });
+
+describe('a large request body (a coding agent sends hundreds of KB)', () => {
+  // From 16 KiB the gateway hands undici a body it may let go of once written (proxy/upstreams/body.ts).
+  const big = 'A tool result, ünïcode and "quotes" included.\n'.repeat(6000);
+
+  it.each([
+    ['/v1/messages', { model: 'sim-claude', max_tokens: 64, stream: true, messages: [{ role: 'user', content: big }] }, 'claude-sim'],
+    ['/v1/chat/completions', { model: 'sim-gpt', max_tokens: 64, stream: false, messages: [{ role: 'user', content: big }] }, 'sim-gpt'],
+  ] as const)('%s: reaches the upstream whole, with its content-length and not chunked', async (path, body, upstreamModel) => {
+    const id = rid('b-large');
+    const sent = JSON.stringify(body);
+    const r = await request(`${stack.gw.url}${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'x-request-id': id },
+      body: sent,
+    });
+    const answer = await r.body.text();
+    expect(r.statusCode).toBe(200);
+    expect(answer).toContain(body.stream ? 'message_stop' : '"finish_reason"');
+    const rec = upstreamOf(stack.sim, id);
+    expect(rec.headers['transfer-encoding']).toBeUndefined();
+    expect(rec.headers['content-length']).toBe(String(rec.body.length));
+    // Only the model is spliced: every other byte is the client's.
+    expect(rec.body.toString()).toBe(sent.replace(`"model":"${body.model}"`, `"model":"${upstreamModel}"`));
+    expect(rec.body.length).toBeGreaterThan(250_000);
+  });
+
+  it('translated (Chat Completions to an Anthropic backend): the encoded body reaches the upstream whole, with its content-length', async () => {
+    const id = rid('b-large-ir');
+    const r = await request(`${stack.gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'x-request-id': id },
+      body: JSON.stringify({ model: 'sim-claude', max_tokens: 64, stream: false, messages: [{ role: 'user', content: big }] }),
+    });
+    const answer = (await r.body.json()) as { object: string };
+    expect(r.statusCode).toBe(200);
+    expect(answer.object).toBe('chat.completion');
+    const rec = upstreamOf(stack.sim, id);
+    expect(rec.path).toBe('/v1/messages');
+    expect(rec.headers['transfer-encoding']).toBeUndefined();
+    expect(rec.headers['content-length']).toBe(String(rec.body.length));
+    const sent = JSON.parse(rec.body.toString()) as { messages: { content: string | { text: string }[] }[] };
+    const content = sent.messages[0]!.content;
+    expect(typeof content === 'string' ? content : content.map((p) => p.text).join('')).toBe(big);
+  });
+});
