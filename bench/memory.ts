@@ -8,13 +8,16 @@
  *   again after BENCH_MEMORY_REST_MS idle (default 60,000: V8's memory reducer gives the heap's
  *   growth back some 10-30 s after a load); its CPU per request during the load (the memory
  *   settings must not buy memory with CPU).
- * - floor: the bare Node proxy (bench/chat/floor.ts) in front of the simulator: RSS per idle SSE
+ * - floor: the bare Node proxy (bench/chat/floor.ts) in front of the simulator: per idle SSE
  *   stream, measured as for the gateway below (the floor the per-stream goal is read against).
  * - postgres: `serve --config DIR --database-url URL` from the sources through tsx (needs
  *   DATABASE_URL; a schema of its own, dropped at the end) in front of the simulator in its own
  *   process: RSS idle, after the same requests, and per idle SSE stream: BENCH_MEMORY_STREAMS
  *   (default 2,000) streaming requests held open by the simulator's `[sim:slow=…]` (no byte of
- *   the answer yet), RSS before and while they are open. built: the same from dist/.
+ *   the answer yet): RSS, and the JavaScript heap and Buffers live after full collections (read
+ *   through the target's inspector, bench/memory/inspector.ts), before and while they are open;
+ *   once with the benchmark's 1 KB chat body and once, in a fresh process, with one padded by
+ *   BENCH_MEMORY_LARGE_BODY_KIB (default 32: a coding agent's). built: the same from dist/.
  *
  * RSS is the target process's VmRSS (/proc), read after a settle of BENCH_MEMORY_SETTLE_MS (default
  * 5000); "+children" adds the processes it started (tsx's esbuild service, where tsx runs). Every load ends with the
@@ -34,12 +37,15 @@ import { BENCH_KEY, BENCH_KEY_HASH, chatBody } from './chat/config.js';
 import { cpuTicks, startChild, TICK_US } from './chat/process.js';
 import type { Store } from '../proxy/store/index.js';
 import { envNumber } from './env.js';
+import { attach, freePort, type Live } from './memory/inspector.js';
 import { measuredBy, writeSection } from './results.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const SECTION = '## Memory';
 const requests = envNumber('BENCH_MEMORY_REQUESTS', 100_000);
 const streams = envNumber('BENCH_MEMORY_STREAMS', 2000);
+/** The second idle-stream measure's request body, KiB (a coding agent's first request is 30-60 KB; later ones grow). */
+const largeKiB = envNumber('BENCH_MEMORY_LARGE_BODY_KIB', 32);
 const connections = envNumber('BENCH_MEMORY_CONNECTIONS', 50);
 const settleMs = envNumber('BENCH_MEMORY_SETTLE_MS', 5000);
 const restMs = envNumber('BENCH_MEMORY_REST_MS', 60_000);
@@ -81,6 +87,16 @@ export interface Figures {
   builtBooks?: string;
   /** The bare Node proxy's RSS per idle stream, KiB (the floor the per-stream goal is read against). */
   floorStreamsKiB?: number;
+  /** Per idle stream, KiB, by target (postgres, built, floor) and request body (small, large). */
+  perStream?: Record<string, PerStream>;
+}
+
+/** One idle-stream measure, KiB per stream: RSS, and what is live after full collections. */
+export interface PerStream {
+  bodyBytes: number;
+  rssKiB: number;
+  heapKiB: number;
+  buffersKiB: number;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -144,7 +160,7 @@ function npmStart(script: string): { env: Record<string, string>; args: string[]
  * follow its own `serve --quickstart`), from the sources through tsx (bin/tollgate.js in a
  * checkout), or from the build (dist/, as the image runs it). Resolves when its log says it listens.
  */
-function serve(args: string[], cwd: string, how: 'npm-start' | 'sources' | 'built'): Promise<Serve> {
+function serve(args: string[], cwd: string, how: 'npm-start' | 'sources' | 'built', env: Record<string, string> = {}): Promise<Serve> {
   return new Promise((resolve, reject) => {
     const start = npmStart(startScript());
     const command =
@@ -158,6 +174,7 @@ function serve(args: string[], cwd: string, how: 'npm-start' | 'sources' | 'buil
       env: {
         ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'DATABASE_URL' && k !== 'REDIS_URL')),
         ...(how === 'npm-start' ? start.env : {}),
+        ...env,
       },
     });
     let buf = '';
@@ -326,8 +343,13 @@ metadata: { name: bench }
 spec: { group: bench, account: bench, keyHash: "${BENCH_KEY_HASH}" }
 `,
     );
-    s = await serve(['--config', dir, '--database-url', url.href], dir, built ? 'built' : 'sources');
-    const pid = s.child.pid!;
+    const start = async () => {
+      const port = await freePort();
+      s = await serve(['--config', dir, '--database-url', url.href], dir, built ? 'built' : 'sources', { NODE_OPTIONS: `--inspect-port=127.0.0.1:${port}` });
+      return { serving: s, pid: s.child.pid!, port };
+    };
+    const first = await start();
+    const pid = first.pid;
     const store = new PostgresStore(databaseUrl, { schema, poolSize: 1 });
     await store.tx((q) => credit(q, { account: 'bench', operationId: 'bench-memory-grant', amount: GRANT }));
     await store.close();
@@ -339,32 +361,42 @@ spec: { group: bench, account: bench, keyHash: "${BENCH_KEY_HASH}" }
       f.postgresIdle = idle.rss;
       f.postgresIdleTree = idle.tree;
     }
-    // A few requests first, so that what every first request sets up is not counted per stream.
-    await load(s.api, BENCH_KEY, 'sim-gpt', 200);
-    const st = await idleStreams(s.api, pid, s.admin);
-    log(
-      `${name}: ${streams} idle streams (${st.fds} more file descriptors in the gateway): ${st.base.toFixed(0)} -> ${st.open.toFixed(0)} MiB, ${st.kib.toFixed(1)} KiB RSS and ${st.heapKib.toFixed(1)} KiB JS heap per stream`,
-    );
+    // Each body size in a fresh process: after an aborted call undici keeps a connection it never
+    // used (nodejs/undici#5845), which a second round would reuse without paying for it.
+    const round = async (at: { serving: Serve; pid: number; port: number }, padKiB: number) => {
+      // A few requests first, so that what every first request sets up is not counted per stream.
+      await load(at.serving.api, BENCH_KEY, 'sim-gpt', 200);
+      const live = await attach(at.pid, at.port);
+      const r = await idleStreams(at.serving.api, at.pid, live, padKiB, name);
+      live.close();
+      return r;
+    };
+    const st = await round(first, 0);
+    await first.serving.stop();
+    const second = await start();
+    const large = await round(second, largeKiB);
+    (f.perStream ??= {})[built ? 'built' : 'postgres'] = st.per;
+    f.perStream[built ? 'built, large body' : 'postgres, large body'] = large.per;
     if (built) {
-      f.builtStreamsKiB = st.kib;
-      f.builtStreamsHeapKiB = st.heapKib;
+      f.builtStreamsKiB = st.per.rssKiB;
+      f.builtStreamsHeapKiB = st.per.heapKiB;
     } else {
       f.streamsBase = st.base;
       f.streamsOpen = st.open;
-      f.streamsKiB = st.kib;
-      f.streamsHeapKiB = st.heapKib;
+      f.streamsKiB = st.per.rssKiB;
+      f.streamsHeapKiB = st.per.heapKiB;
     }
-    let answered = 200;
+    let answered = 400;
     if (!built) {
-      const l = await load(s.api, BENCH_KEY, 'sim-gpt', requests);
+      const l = await load(second.serving.api, BENCH_KEY, 'sim-gpt', requests);
       answered += requests - l.errors;
       f.postgresRps = l.rps;
-      const after = await settled(pid);
+      const after = await settled(second.pid);
       f.postgresAfterLoad = after.rss;
-      f.postgresPeak = status(pid, 'VmHWM');
+      f.postgresPeak = status(second.pid, 'VmHWM');
       log(`${name} after ${requests} requests (${l.rps.toFixed(0)}/s): ${after.rss.toFixed(0)} MiB`);
     }
-    await s.stop();
+    await second.serving.stop();
     const check = new PostgresStore(databaseUrl, { schema, poolSize: 1 });
     const b = await books(check, 'bench', GRANT, answered).finally(() => check.close());
     if (built) f.builtBooks = b;
@@ -383,40 +415,49 @@ spec: { group: bench, account: bench, keyHash: "${BENCH_KEY_HASH}" }
 async function floor(f: Figures): Promise<void> {
   const sim = await startChild(['sim']);
   // Every stream gets its upstream connection, as in the gateway (the floor's pool otherwise queues past 256).
-  const fl = await startChild(['floor', sim.url], { BENCH_FLOOR_CONNECTIONS: String(streams * 2) });
+  // Each body size in a fresh floor, as for the gateway.
+  const round = async (padKiB: number) => {
+    const port = await freePort();
+    const fl = await startChild(['floor', sim.url], { BENCH_FLOOR_CONNECTIONS: String(streams * 2), NODE_OPTIONS: `--inspect-port=127.0.0.1:${port}` });
+    try {
+      const pid = fl.child.pid!;
+      await load(fl.url, BENCH_KEY, 'sim-gpt', 200);
+      const live = await attach(pid, port);
+      const r = await idleStreams(fl.url, pid, live, padKiB, 'floor');
+      live.close();
+      return r;
+    } finally {
+      fl.child.kill('SIGTERM');
+    }
+  };
   try {
-    const pid = fl.child.pid!;
-    await load(fl.url, BENCH_KEY, 'sim-gpt', 200);
-    const st = await idleStreams(fl.url, pid);
-    f.floorStreamsKiB = st.kib;
-    log(
-      `floor: ${streams} idle streams (${st.fds} more file descriptors): ${st.base.toFixed(0)} -> ${st.open.toFixed(0)} MiB, ${st.kib.toFixed(1)} KiB RSS per stream`,
-    );
+    const st = await round(0);
+    const large = await round(largeKiB);
+    f.floorStreamsKiB = st.per.rssKiB;
+    (f.perStream ??= {}).floor = st.per;
+    f.perStream['floor, large body'] = large.per;
   } finally {
-    fl.child.kill('SIGTERM');
     sim.child.kill('SIGTERM');
   }
 }
 
-/** Streams held open: each waits for its first byte from the simulator ([sim:slow=…]). */
-async function idleStreams(api: string, pid: number, admin?: string): Promise<{ base: number; open: number; fds: number; kib: number; heapKib: number }> {
-  // The gateway's own heap figure; the floor has no admin port.
-  const heap = async () => {
-    if (!admin) return NaN;
-    const r = await fetch(`${admin}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
-    const m = /^nodejs_heap_size_used_bytes (\S+)$/m.exec(await r.text());
-    return m ? Number(m[1]) / 1024 : NaN;
-  };
-  const base = await settled(pid);
-  const heapBase = await heap();
-  const pool = new Pool(api, { connections: streams, pipelining: 1 });
+/**
+ * Streams held open: each waits for its first byte from the simulator ([sim:slow=…]). `padKiB`
+ * more of text in the last message makes the request body that much larger. RSS, the live heap
+ * and live Buffers (after full collections, through the inspector) while they are open, minus
+ * before, per stream.
+ */
+async function idleStreams(api: string, pid: number, live: Live, padKiB: number, name: string): Promise<{ base: number; open: number; per: PerStream }> {
   const body = JSON.parse(chatBody('sim-gpt', true)) as { messages: { content: string }[] };
-  body.messages.at(-1)!.content += ' [sim:slow=120000]';
+  body.messages.at(-1)!.content += `${' and more'.repeat(Math.ceil((padKiB * 1024) / 9)).slice(0, padKiB * 1024)} [sim:slow=120000]`;
   const payload = Buffer.from(JSON.stringify(body));
+  await sleep(settleMs);
+  const before = await live.collect();
+  const base = status(pid, 'VmRSS');
+  const pool = new Pool(api, { connections: streams, pipelining: 1 });
   const ac = new AbortController();
   setMaxListeners(streams + 10, ac.signal);
-  let opened = 0;
-  const pending = Array.from({ length: streams }, () =>
+  const open1 = () =>
     pool
       .request({
         method: 'POST',
@@ -428,27 +469,68 @@ async function idleStreams(api: string, pid: number, admin?: string): Promise<{ 
       .then(
         (r) => r.body.dump(),
         () => {},
-      ),
-  );
-  // Every stream is open when the gateway holds a client socket and an upstream socket for each.
+      );
+  // A stream is held once the target has accepted its connection and read its request: count the
+  // connections it has accepted, then wait for its sockets to stand still (the upstream calls made).
+  // Not the target's sockets alone: after an aborted call undici opens a connection it never uses
+  // (nodejs/undici#5845), and the next round's requests reuse those.
+  const port = new URL(api).port;
   const sockets = () => readdirSync(`/proc/${pid}/fd`).length;
-  const fdBase = sockets();
-  // Wait until the gateway holds a client and an upstream socket for every stream (or the count has stood still for 10 s).
-  for (let i = 0, still = 0, last = -1; i < 240 && opened < 2 * streams - 10 && still < 10; i++) {
-    await sleep(1000);
-    opened = sockets() - fdBase;
-    still = opened === last ? still + 1 : 0;
-    last = opened;
+  const pending: Promise<unknown>[] = [];
+  const acceptedBefore = accepted(port);
+  let held = 0;
+  // In steps of 250: thousands of connections at once overflow the listen queue, and the
+  // dropped connects are retried after seconds.
+  for (let n = 0; n < streams;) {
+    const step = Math.min(250, streams - n);
+    for (let i = 0; i < step; i++) pending.push(open1());
+    n += step;
+    for (let i = 0, still = 0, last = -1; i < 240 && still < 3; i++) {
+      await sleep(1000);
+      held = accepted(port) - acceptedBefore;
+      const now = sockets();
+      still = held >= n && now === last ? still + 1 : 0;
+      last = now;
+    }
   }
-  const open = await settled(pid);
-  const heapOpen = await heap();
+  await sleep(settleMs);
+  const during = await live.collect();
+  const open = status(pid, 'VmRSS');
   ac.abort();
   await Promise.all(pending);
   await pool.close();
   await sleep(1000);
-  // Per stream open: its two sockets each hold a file descriptor.
-  const held = Math.max(1, Math.min(streams, opened / 2));
-  return { base: base.rss, open: open.rss, fds: opened, kib: ((open.rss - base.rss) * 1024) / held, heapKib: (heapOpen - heapBase) / held };
+  held = Math.max(1, Math.min(streams, held));
+  const per: PerStream = {
+    bodyBytes: payload.length,
+    rssKiB: ((open - base) * 1024) / held,
+    heapKiB: (during.heapKiB - before.heapKiB) / held,
+    buffersKiB: (during.buffersKiB - before.buffersKiB) / held,
+  };
+  log(
+    `${name}: ${held} idle streams of ${payload.length} bytes: ${base.toFixed(0)} -> ${open.toFixed(0)} MiB; per stream ${per.rssKiB.toFixed(1)} KiB RSS, live ${per.heapKiB.toFixed(1)} KiB heap and ${per.buffersKiB.toFixed(1)} KiB buffers`,
+  );
+  return { base, open, per };
+}
+
+/** Established TCP connections whose local end is `port` (a server's accepted connections), from /proc/net. */
+function accepted(port: string): number {
+  const hex = Number(port).toString(16).toUpperCase().padStart(4, '0');
+  let n = 0;
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text = '';
+    try {
+      text = readFileSync(table, 'utf8');
+    } catch {
+      continue;
+    }
+    for (const line of text.split('\n').slice(1)) {
+      const f = line.trim().split(/\s+/);
+      // local_address is ADDR:PORT in hex; st 01 is ESTABLISHED.
+      if (f[1]?.endsWith(`:${hex}`) && f[3] === '01') n++;
+    }
+  }
+  return n;
 }
 
 function log(line: string): void {
@@ -471,7 +553,7 @@ function render(f: Figures, before: Figures | undefined): string {
     SECTION,
     '',
     `${measuredBy(`npm run bench:memory`)}, ${process.platform}; load average ${loadavg()[0]!.toFixed(1)} at the end.`,
-    `Each target is a \`tollgate serve\` process of its own: the quickstart as \`npm start\` runs it (\`${startScript()}\`), the PostgreSQL gateway from the sources through tsx and from dist/. RSS is the target's own VmRSS after ${settleMs / 1000} s idle (the quickstart's also ${restMs / 1000} s after the load); "with children" adds the processes it started (tsx's esbuild service, where tsx runs). Load: ${requests.toLocaleString('en')} chat requests (every other one streamed) on ${connections} keep-alive connections. Idle streams: ${streams.toLocaleString('en')} streaming requests held open by the simulator's \`[sim:slow=120000]\` (headers not yet sent: the gateway holds the client's and the upstream's socket and the request), RSS and JS heap while they are open minus before.`,
+    `Each target is a \`tollgate serve\` process of its own: the quickstart as \`npm start\` runs it (\`${startScript()}\`), the PostgreSQL gateway from the sources through tsx and from dist/. RSS is the target's own VmRSS after ${settleMs / 1000} s idle (the quickstart's also ${restMs / 1000} s after the load); "with children" adds the processes it started (tsx's esbuild service, where tsx runs). Load: ${requests.toLocaleString('en')} chat requests (every other one streamed) on ${connections} keep-alive connections. Idle streams: ${streams.toLocaleString('en')} streaming requests held open by the simulator's \`[sim:slow=120000]\` (headers not yet sent: the gateway holds the client's and the upstream's socket and the request), RSS and JS heap while they are open minus before (the JS heap live after full collections).`,
     '',
     head,
     row('quickstart, first start (initdb), idle MiB', mb(250), 'quickstartFirstIdle'),
@@ -494,10 +576,33 @@ function render(f: Figures, before: Figures | undefined): string {
     row('built, per idle stream, JS heap KiB', '', 'builtStreamsHeapKiB', 1),
     row('bare Node proxy (floor: node:http -> undici Pool, nothing parsed), per idle stream, RSS KiB', '', 'floorStreamsKiB', 1),
     '',
+    ...perStreamTable(f, before),
     `Books after each target's clean shutdown: quickstart: ${f.quickstartBooks ?? '—'}; PostgreSQL: ${f.postgresBooks ?? '—'}; built: ${f.builtBooks ?? '—'}.`,
     '',
     readFileSync(fileURLToPath(new URL('./memory/NOTES.md', import.meta.url)), 'utf8').trimEnd(),
   ].join('\n');
+}
+
+/**
+ * Per idle stream, by target and request body: RSS, and what is live after full collections
+ * (the figure that does not move with when V8 last collected).
+ */
+function perStreamTable(f: Figures, before: Figures | undefined): string[] {
+  if (!f.perStream) return [];
+  const b = before?.perStream;
+  const rows = Object.entries(f.perStream).map(([target, p]) => {
+    const was = b?.[target];
+    const prior = b ? ` ${was ? `${fx(was.heapKiB + was.buffersKiB, 1)} (${fx(was.heapKiB, 1)} + ${fx(was.buffersKiB, 1)})` : '—'} |` : '';
+    return `| ${target} | ${p.bodyBytes.toLocaleString('en')} | ${fx(p.rssKiB, 1)} |${prior} ${fx(p.heapKiB + p.buffersKiB, 1)} (${fx(p.heapKiB, 1)} + ${fx(p.buffersKiB, 1)}) |`;
+  });
+  return [
+    `Per idle stream (${streams.toLocaleString('en')} held open), KiB: RSS, and what is live after full collections (the JavaScript heap + Buffers' memory, read through the target's inspector), which does not move with when V8 last collected. A "large body" pads the last message to ${largeKiB} KiB more.`,
+    '',
+    `| target | request body bytes | RSS KiB |${b ? ` before (${before!.commit}): live KiB (heap + buffers) |` : ''} live KiB (heap + buffers) |`,
+    `|---|---:|---:|${b ? '---:|' : ''}---:|`,
+    ...rows,
+    '',
+  ];
 }
 
 async function main(): Promise<void> {
