@@ -37,7 +37,8 @@ import { BENCH_KEY, BENCH_KEY_HASH, chatBody } from './chat/config.js';
 import { cpuTicks, startChild, TICK_US } from './chat/process.js';
 import type { Store } from '../proxy/store/index.js';
 import { envNumber } from './env.js';
-import { attach, freePort, type Live } from './memory/inspector.js';
+import { attach, type Live } from './memory/inspector.js';
+import { deadPort } from '../test/support/ports.js';
 import { measuredBy, writeSection } from './results.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -344,7 +345,7 @@ spec: { group: bench, account: bench, keyHash: "${BENCH_KEY_HASH}" }
 `,
     );
     const start = async () => {
-      const port = await freePort();
+      const port = await deadPort();
       s = await serve(['--config', dir, '--database-url', url.href], dir, built ? 'built' : 'sources', { NODE_OPTIONS: `--inspect-port=127.0.0.1:${port}` });
       return { serving: s, pid: s.child.pid!, port };
     };
@@ -417,7 +418,7 @@ async function floor(f: Figures): Promise<void> {
   // Every stream gets its upstream connection, as in the gateway (the floor's pool otherwise queues past 256).
   // Each body size in a fresh floor, as for the gateway.
   const round = async (padKiB: number) => {
-    const port = await freePort();
+    const port = await deadPort();
     const fl = await startChild(['floor', sim.url], { BENCH_FLOOR_CONNECTIONS: String(streams * 2), NODE_OPTIONS: `--inspect-port=127.0.0.1:${port}` });
     try {
       const pid = fl.child.pid!;

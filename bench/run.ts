@@ -18,7 +18,7 @@
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { deadPort } from '../test/support/ports.js';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -79,21 +79,12 @@ const med = (r: Row, f: (s: Sample) => number) => median(r.samples.map(f));
 /** The median over rounds of a figure against another target's in the same round (a ratio, a difference). */
 const paired = (r: Row, base: Row, f: (s: Sample, b: Sample) => number) => median(r.samples.map((s, i) => (base.samples[i] ? f(s, base.samples[i]) : NaN)));
 
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 /** nginx as a plain reverse proxy with upstream keep-alive: one process (no master), so its CPU is one /proc entry. */
 async function startNginx(simUrl: string): Promise<Target | undefined> {
   const bin = ['/usr/sbin/nginx', '/usr/bin/nginx'].find((p) => existsSync(p));
   if (!bin) return undefined;
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-nginx-'));
-  const port = await freePort();
+  const port = await deadPort();
   const sim = new URL(simUrl);
   writeFileSync(
     join(dir, 'nginx.conf'),

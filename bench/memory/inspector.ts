@@ -1,4 +1,3 @@
-import { createServer } from 'node:net';
 import { WebSocket } from 'undici';
 
 /**
@@ -12,18 +11,6 @@ export interface Live {
   /** Full collections, then the JavaScript heap in use and the memory of ArrayBuffers (Buffers) in use, KiB. */
   collect(): Promise<{ heapKiB: number; buffersKiB: number }>;
   close(): void;
-}
-
-/** A port free now, for a target's inspector. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 export async function attach(pid: number, port: number): Promise<Live> {
@@ -48,8 +35,9 @@ export async function attach(pid: number, port: number): Promise<Live> {
   const waiting = new Map<number, (result: Record<string, any>) => void>();
   ws.addEventListener('message', (e) => {
     const m = JSON.parse(String(e.data)) as { id?: number; result?: Record<string, any> };
-    if (m.id !== undefined) waiting.get(m.id)?.(m.result ?? {});
-    if (m.id !== undefined) waiting.delete(m.id);
+    if (m.id === undefined) return;
+    waiting.get(m.id)?.(m.result ?? {});
+    waiting.delete(m.id);
   });
   const post = (method: string, params: object = {}) =>
     new Promise<Record<string, any>>((resolve) => {
