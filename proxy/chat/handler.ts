@@ -44,11 +44,8 @@ const ENDPOINTS: Record<ChatProtocol, string> = {
  */
 export async function handleChat(ctx: RequestContext, deps: GatewayDeps, adapter: ProtocolAdapter): Promise<void> {
   const { entry, exchange, request } = await admit(ctx, deps, adapter);
-  try {
-    await forward(ctx, deps, adapter, entry, exchange, request);
-  } finally {
-    await exchange.close();
-  }
+  // Chained, not awaited in a try: no frame of this function waits out the answer.
+  return forward(ctx, deps, adapter, entry, exchange, request).finally(() => exchange.close());
 }
 
 /**
@@ -226,54 +223,46 @@ async function forward(
     return codec ? { provider, codec } : undefined;
   };
 
-  const result = await failover(entry.model.backends, deps.cooldowns, usable, async (backend, { provider, codec }, isLast): Promise<Attempt<true>> => {
+  // Not async: while the upstream has not answered, no frame of the attempt is suspended.
+  const attempts = failover(entry.model.backends, deps.cooldowns, usable, (backend, { provider, codec }, isLast): Promise<Attempt<true>> => {
     if (codec) {
       if (isLast) c.body = undefined; // the IR carries this attempt
       return translatedAttempt(ctx, c.translation!, exchange, backend, provider, codec, isLast);
     }
     exchange.sent(backend.model);
-    let resp: Dispatcher.ResponseData;
-    try {
-      resp = await callUpstream({
-        backend,
-        ...passthroughRequest(ctx, deps, adapter.protocol, backend, provider, c, isLast),
-        signal: upstreamSignal,
-        dispatcher: deps.upstreamAgent,
-        scope: ctx.scope,
-      });
-    } catch (err) {
-      const e = err as UpstreamError;
-      if (e.kind !== 'aborted') {
-        ctx.log.warn('upstream call failed', {
-          requestId: ctx.requestId,
-          model: entry.model.model,
-          provider: backend.provider,
-          kind: e.kind,
-          code: e.causeCode,
-        });
-      }
-      return { failed: { kind: e.kind } };
-    }
-    const status = resp.statusCode;
-    const retry = status >= 400 ? await retryableFailure(resp, isLast) : undefined;
-    if (retry) return { failed: retry };
-    c.body = undefined; // this answer is the client's: no other backend will be tried
-    if (status >= 400) {
-      // The upstream's own answer, status and body unchanged (retry-after included).
-      await exchange.answer(status, 'upstream_error', responseHeaders(resp.headers), Buffer.from(await resp.body.arrayBuffer()));
-      return { answered: true };
-    }
-    if (/^text\/event-stream/i.test(header(resp.headers['content-type']) ?? '')) await relay(ctx, adapter, exchange, resp, drain);
-    else await answerJson(ctx, adapter, exchange, resp);
-    return { answered: true };
+    return callUpstream({
+      backend,
+      ...passthroughRequest(ctx, deps, adapter.protocol, backend, provider, c, isLast),
+      signal: upstreamSignal,
+      dispatcher: deps.upstreamAgent,
+      scope: ctx.scope,
+    }).then(
+      (resp) => deliver(ctx, adapter, exchange, c, resp, isLast, drain),
+      (err: unknown) => {
+        const e = err as UpstreamError;
+        if (e.kind !== 'aborted') {
+          ctx.log.warn('upstream call failed', {
+            requestId: ctx.requestId,
+            model: entry.model.model,
+            provider: backend.provider,
+            kind: e.kind,
+            code: e.causeCode,
+          });
+        }
+        return { failed: { kind: e.kind } };
+      },
+    );
   });
-
-  if ('answered' in result) return;
-  const f = result.failed;
-  if (f?.kind === 'aborted') return exchange.cancelled();
-  exchange.unavailable(f?.kind === 'timeout' ? 504 : 502);
-  if (f?.kind === 'timeout') throw new GatewayError('upstream_timeout', `the upstream did not answer in time (model "${entry.model.model}")`);
-  throw new GatewayError('upstream_unavailable', `the upstream could not be reached (model "${entry.model.model}")`);
+  // Continued in a callback rather than after an await, so that this frame is not kept for the
+  // whole exchange (see handleChat).
+  return attempts.then((result) => {
+    if ('answered' in result) return;
+    const f = result.failed;
+    if (f?.kind === 'aborted') return exchange.cancelled();
+    exchange.unavailable(f?.kind === 'timeout' ? 504 : 502);
+    if (f?.kind === 'timeout') throw new GatewayError('upstream_timeout', `the upstream did not answer in time (model "${entry.model.model}")`);
+    throw new GatewayError('upstream_unavailable', `the upstream could not be reached (model "${entry.model.model}")`);
+  });
 }
 
 /**
@@ -297,6 +286,33 @@ function passthroughRequest(
     includeUsage: c.stream && protocol === 'chat-completions',
     capToSet: c.capToSet,
   });
+}
+
+/**
+ * A passthrough backend's answer: dropped for the next backend when retryable and not the last,
+ * else the client's (an upstream error as it came, a stream relayed, a JSON answer charged and sent).
+ */
+async function deliver(
+  ctx: RequestContext,
+  adapter: ProtocolAdapter,
+  exchange: ChatExchange,
+  c: ClientRequest,
+  resp: Dispatcher.ResponseData,
+  isLast: boolean,
+  drain: boolean,
+): Promise<Attempt<true>> {
+  const status = resp.statusCode;
+  const retry = status >= 400 ? await retryableFailure(resp, isLast) : undefined;
+  if (retry) return { failed: retry };
+  c.body = undefined; // this answer is the client's: no other backend will be tried
+  if (status >= 400) {
+    // The upstream's own answer, status and body unchanged (retry-after included).
+    await exchange.answer(status, 'upstream_error', responseHeaders(resp.headers), Buffer.from(await resp.body.arrayBuffer()));
+    return { answered: true };
+  }
+  if (/^text\/event-stream/i.test(header(resp.headers['content-type']) ?? '')) await relay(ctx, adapter, exchange, resp, drain);
+  else await answerJson(ctx, adapter, exchange, resp);
+  return { answered: true };
 }
 
 /** A non-streaming answer: read whole, usage from its JSON, charged, then sent unchanged. */

@@ -150,7 +150,9 @@ export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res:
       if (route.auth === 'key') await admitKey();
       // The handler reads and checks the body first, as the contract orders the errors.
       else if (route.auth === 'key-after-body') ctx.admitKey = admitKey;
-      await route.handler(ctx);
+      // Returned, not awaited: this frame (V8 keeps all of a suspended function's locals) goes
+      // now instead of living as long as the handler, a whole stream for chat.
+      return route.handler(ctx);
     };
     run().catch((err: unknown) => {
       req.resume();
