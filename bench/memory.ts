@@ -17,7 +17,11 @@
  *   the answer yet): RSS, and the JavaScript heap and Buffers live after full collections (read
  *   through the target's inspector, bench/memory/inspector.ts), before and while they are open;
  *   once with the benchmark's 1 KB chat body and once, in a fresh process, with one padded by
- *   BENCH_MEMORY_LARGE_BODY_KIB (default 32: a coding agent's). built: the same from dist/.
+ *   BENCH_MEMORY_LARGE_BODY_KIB (default 32: a coding agent's). built: the same from dist/, on
+ *   the image's Node (24 LTS, as bench/chat runs its targets; BENCH_NODE=current: the benchmark's
+ *   own), as is the floor. The per-stream RSS is also split: glibc's main heap (malloc) is part of it.
+ *   BENCH_MEMORY_SNAPSHOTS=DIR writes heap snapshots before and while the streams are open, for
+ *   bench/memory/snapshot-diff.ts (what is new per stream, by kind of object, beyond the floor).
  *
  * RSS is the target process's VmRSS (/proc), read after a settle of BENCH_MEMORY_SETTLE_MS (default
  * 5000); "+children" adds the processes it started (tsx's esbuild service, where tsx runs). Every load ends with the
@@ -34,7 +38,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
 import { BENCH_KEY, BENCH_KEY_HASH, chatBody } from './chat/config.js';
-import { cpuTicks, startChild, TICK_US } from './chat/process.js';
+import { cpuTicks, imageNode, startChild, TICK_US } from './chat/process.js';
 import type { Store } from '../proxy/store/index.js';
 import { envNumber } from './env.js';
 import { attach, type Live } from './memory/inspector.js';
@@ -52,6 +56,8 @@ const settleMs = envNumber('BENCH_MEMORY_SETTLE_MS', 5000);
 const restMs = envNumber('BENCH_MEMORY_REST_MS', 60_000);
 const jsonOut = process.argv.includes('--json') ? process.argv[process.argv.indexOf('--json') + 1] : undefined;
 const noWrite = process.argv.includes('--no-write');
+// BENCH_MEMORY_SNAPSHOTS=DIR: heap snapshots before and while the idle streams are open, per target and body size.
+const snapshots = process.env.BENCH_MEMORY_SNAPSHOTS;
 const wanted = (process.env.BENCH_TARGETS ?? 'quickstart,floor,postgres,built').split(',');
 const ADMIN_TOKEN = 'bench-memory-admin';
 
@@ -88,6 +94,8 @@ export interface Figures {
   builtBooks?: string;
   /** The bare Node proxy's RSS per idle stream, KiB (the floor the per-stream goal is read against). */
   floorStreamsKiB?: number;
+  /** The Node the floor and the built gateway ran on (the image's). */
+  imageNode?: string;
   /** Per idle stream, KiB, by target (postgres, built, floor) and request body (small, large). */
   perStream?: Record<string, PerStream>;
 }
@@ -98,6 +106,8 @@ export interface PerStream {
   rssKiB: number;
   heapKiB: number;
   buffersKiB: number;
+  /** glibc's main heap (resident): part of the RSS, outside V8's JavaScript heap. */
+  mallocKiB?: number;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -161,14 +171,16 @@ function npmStart(script: string): { env: Record<string, string>; args: string[]
  * follow its own `serve --quickstart`), from the sources through tsx (bin/tollgate.js in a
  * checkout), or from the build (dist/, as the image runs it). Resolves when its log says it listens.
  */
-function serve(args: string[], cwd: string, how: 'npm-start' | 'sources' | 'built', env: Record<string, string> = {}): Promise<Serve> {
+async function serve(args: string[], cwd: string, how: 'npm-start' | 'sources' | 'built', env: Record<string, string> = {}): Promise<Serve> {
+  // The build runs on the image's Node (24 LTS; BENCH_NODE=current: this one), as in bench/chat.
+  const node = how === 'built' ? await imageNode() : process.execPath;
   return new Promise((resolve, reject) => {
     const start = npmStart(startScript());
     const command =
       how === 'npm-start'
         ? start.args.map((a) => (a.startsWith('scripts/') ? join(ROOT, a) : a))
         : [join(ROOT, how === 'built' ? 'dist/cli/main.js' : 'bin/tollgate.js'), 'serve'];
-    const child = spawn(process.execPath, [...command, '--port', '0', '--admin-port', '0', '--admin-token', ADMIN_TOKEN, ...args], {
+    const child = spawn(node, [...command, '--port', '0', '--admin-port', '0', '--admin-token', ADMIN_TOKEN, ...args], {
       cwd,
       stdio: ['ignore', 'ignore', 'pipe'],
       // The quickstart runs on PGlite only when no DATABASE_URL is in its environment.
@@ -419,7 +431,7 @@ async function floor(f: Figures): Promise<void> {
   // Each body size in a fresh floor, as for the gateway.
   const round = async (padKiB: number) => {
     const port = await deadPort();
-    const fl = await startChild(['floor', sim.url], { BENCH_FLOOR_CONNECTIONS: String(streams * 2), NODE_OPTIONS: `--inspect-port=127.0.0.1:${port}` });
+    const fl = await startChild(['floor', sim.url], { BENCH_FLOOR_CONNECTIONS: String(streams * 2), NODE_OPTIONS: `--inspect-port=127.0.0.1:${port}` }, true);
     try {
       const pid = fl.child.pid!;
       await load(fl.url, BENCH_KEY, 'sim-gpt', 200);
@@ -455,6 +467,8 @@ async function idleStreams(api: string, pid: number, live: Live, padKiB: number,
   await sleep(settleMs);
   const before = await live.collect();
   const base = status(pid, 'VmRSS');
+  const mallocBefore = mallocHeapKiB(pid);
+  if (snapshots) await live.snapshot(join(snapshots, `${name.replace(/\W+/g, '-')}-${padKiB}-before.heapsnapshot`));
   const pool = new Pool(api, { connections: streams, pipelining: 1 });
   const ac = new AbortController();
   setMaxListeners(streams + 10, ac.signal);
@@ -500,6 +514,8 @@ async function idleStreams(api: string, pid: number, live: Live, padKiB: number,
   await sleep(settleMs);
   const during = await live.collect();
   const open = status(pid, 'VmRSS');
+  const mallocOpen = mallocHeapKiB(pid);
+  if (snapshots) await live.snapshot(join(snapshots, `${name.replace(/\W+/g, '-')}-${padKiB}-open.heapsnapshot`));
   ac.abort();
   await Promise.all(pending);
   await pool.close();
@@ -510,11 +526,27 @@ async function idleStreams(api: string, pid: number, live: Live, padKiB: number,
     rssKiB: ((open - base) * 1024) / held,
     heapKiB: (during.heapKiB - before.heapKiB) / held,
     buffersKiB: (during.buffersKiB - before.buffersKiB) / held,
+    mallocKiB: (mallocOpen - mallocBefore) / held,
   };
   log(
     `${name}: ${held} idle streams of ${payload.length} bytes: ${base.toFixed(0)} -> ${open.toFixed(0)} MiB; per stream ${per.rssKiB.toFixed(1)} KiB RSS, live ${per.heapKiB.toFixed(1)} KiB heap and ${per.buffersKiB.toFixed(1)} KiB buffers`,
   );
   return { base, open, per };
+}
+
+/**
+ * The resident KiB of glibc's main heap ([heap] in /proc/PID/smaps): what native code (Node's
+ * sockets and HTTP parsers, Buffers' memory, V8's own bookkeeping) got from malloc and has not
+ * given back; V8's JavaScript heap lives in mappings of its own.
+ */
+function mallocHeapKiB(pid: number): number {
+  let kib = 0;
+  let inHeap = false;
+  for (const line of readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
+    if (/^[0-9a-f]+-[0-9a-f]+ /.test(line)) inHeap = line.trimEnd().endsWith('[heap]');
+    else if (inHeap && line.startsWith('Rss:')) kib += Number(/(\d+)/.exec(line)![1]);
+  }
+  return kib;
 }
 
 /** Established TCP connections whose local end is `port` (a server's accepted connections), from /proc/net. */
@@ -557,7 +589,7 @@ function render(f: Figures, before: Figures | undefined): string {
     SECTION,
     '',
     `${measuredBy(`npm run bench:memory`)}, ${process.platform}; load average ${loadavg()[0]!.toFixed(1)} at the end.`,
-    `Each target is a \`tollgate serve\` process of its own: the quickstart as \`npm start\` runs it (\`${startScript()}\`), the PostgreSQL gateway from the sources through tsx and from dist/. RSS is the target's own VmRSS after ${settleMs / 1000} s idle (the quickstart's also ${restMs / 1000} s after the load); "with children" adds the processes it started (tsx's esbuild service, where tsx runs). Load: ${requests.toLocaleString('en')} chat requests (every other one streamed) on ${connections} keep-alive connections. Idle streams: ${streams.toLocaleString('en')} streaming requests held open by the simulator's \`[sim:slow=120000]\` (headers not yet sent: the gateway holds the client's and the upstream's socket and the request), RSS and JS heap while they are open minus before (the JS heap live after full collections).`,
+    `Each target is a \`tollgate serve\` process of its own: the quickstart as \`npm start\` runs it (\`${startScript()}\`), the PostgreSQL gateway from the sources through tsx and from dist/ (on the image's Node${f.imageNode ? `, ${f.imageNode}` : ''}). RSS is the target's own VmRSS after ${settleMs / 1000} s idle (the quickstart's also ${restMs / 1000} s after the load); "with children" adds the processes it started (tsx's esbuild service, where tsx runs). Load: ${requests.toLocaleString('en')} chat requests (every other one streamed) on ${connections} keep-alive connections. Idle streams: ${streams.toLocaleString('en')} streaming requests held open by the simulator's \`[sim:slow=120000]\` (headers not yet sent: the gateway holds the client's and the upstream's socket and the request), RSS and JS heap while they are open minus before (the JS heap live after full collections).`,
     '',
     head,
     row('quickstart, first start (initdb), idle MiB', mb(250), 'quickstartFirstIdle'),
@@ -597,13 +629,13 @@ function perStreamTable(f: Figures, before: Figures | undefined): string[] {
   const rows = Object.entries(f.perStream).map(([target, p]) => {
     const was = b?.[target];
     const prior = b ? ` ${was ? `${fx(was.heapKiB + was.buffersKiB, 1)} (${fx(was.heapKiB, 1)} + ${fx(was.buffersKiB, 1)})` : '—'} |` : '';
-    return `| ${target} | ${p.bodyBytes.toLocaleString('en')} | ${fx(p.rssKiB, 1)} |${prior} ${fx(p.heapKiB + p.buffersKiB, 1)} (${fx(p.heapKiB, 1)} + ${fx(p.buffersKiB, 1)}) |`;
+    return `| ${target} | ${p.bodyBytes.toLocaleString('en')} | ${fx(p.rssKiB, 1)} | ${fx(p.mallocKiB, 1)} |${prior} ${fx(p.heapKiB + p.buffersKiB, 1)} (${fx(p.heapKiB, 1)} + ${fx(p.buffersKiB, 1)}) |`;
   });
   return [
-    `Per idle stream (${streams.toLocaleString('en')} held open), KiB: RSS, and what is live after full collections (the JavaScript heap + Buffers' memory, read through the target's inspector), which does not move with when V8 last collected. A "large body" pads the last message to ${largeKiB} KiB more.`,
+    `Per idle stream (${streams.toLocaleString('en')} held open), KiB: RSS (and of it, glibc's main heap: what native code got from malloc and kept), and what is live after full collections (the JavaScript heap + Buffers' memory, read through the target's inspector), which does not move with when V8 last collected. A "large body" pads the last message to ${largeKiB} KiB more.${f.imageNode ? ` The floor and the built gateway run on Node ${f.imageNode} (the image's), the others on the benchmark's Node.` : ''}`,
     '',
-    `| target | request body bytes | RSS KiB |${b ? ` before (${before!.commit}): live KiB (heap + buffers) |` : ''} live KiB (heap + buffers) |`,
-    `|---|---:|---:|${b ? '---:|' : ''}---:|`,
+    `| target | request body bytes | RSS KiB | of it glibc's heap KiB |${b ? ` before (${before!.commit}): live KiB (heap + buffers) |` : ''} live KiB (heap + buffers) |`,
+    `|---|---:|---:|---:|${b ? '---:|' : ''}---:|`,
     ...rows,
     '',
   ];
@@ -625,6 +657,10 @@ async function main(): Promise<void> {
   const from = process.argv.includes('--from') ? process.argv[process.argv.indexOf('--from') + 1] : undefined;
   const f: Figures = from ? (JSON.parse(readFileSync(from, 'utf8')) as Figures) : { commit };
   if (from) wanted.length = 0;
+  if (wanted.includes('floor') || wanted.includes('built'))
+    f.imageNode = execSync(`${JSON.stringify(await imageNode())} --version`)
+      .toString()
+      .trim();
   if (wanted.includes('quickstart')) await quickstart(f);
   if (wanted.includes('floor')) await floor(f);
   if (wanted.includes('postgres')) {
