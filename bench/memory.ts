@@ -94,6 +94,8 @@ export interface Figures {
   builtBooks?: string;
   /** The bare Node proxy's RSS per idle stream, KiB (the floor the per-stream goal is read against). */
   floorStreamsKiB?: number;
+  /** The section's first line, written when the figures were measured (`--from` renders it as it was). */
+  measured?: string;
   /** The Node the floor and the built gateway ran on (the image's). */
   imageNode?: string;
   /** Per idle stream, KiB, by target (postgres, built, floor) and request body (small, large). */
@@ -579,6 +581,8 @@ const fx = (v: number | undefined, d = 0) => (v === undefined || !Number.isFinit
 const mb = (n: number) => `≤ ${Math.floor((n * 1e6) / 2 ** 20)} (${n} MB)`;
 const kb = (n: number) => `≤ ${Math.floor((n * 1e4) / 2 ** 10) / 10} (${n} KB)`;
 
+const measuredLine = () => `${measuredBy(`npm run bench:memory`)}, ${process.platform}; load average ${loadavg()[0]!.toFixed(1)} at the end.`;
+
 function render(f: Figures, before: Figures | undefined): string {
   const row = (what: string, goal: string, key: keyof Figures, d = 0) =>
     `| ${what} | ${goal} | ${before ? `${fx(before[key] as number | undefined, d)} | ` : ''}${fx(f[key] as number | undefined, d)} |`;
@@ -588,7 +592,7 @@ function render(f: Figures, before: Figures | undefined): string {
   return [
     SECTION,
     '',
-    `${measuredBy(`npm run bench:memory`)}, ${process.platform}; load average ${loadavg()[0]!.toFixed(1)} at the end.`,
+    f.measured ?? measuredLine(),
     `Each target is a \`tollgate serve\` process of its own: the quickstart as \`npm start\` runs it (\`${startScript()}\`), the PostgreSQL gateway from the sources through tsx and from dist/ (on the image's Node${f.imageNode ? `, ${f.imageNode}` : ''}). RSS is the target's own VmRSS after ${settleMs / 1000} s idle (the quickstart's also ${restMs / 1000} s after the load); "with children" adds the processes it started (tsx's esbuild service, where tsx runs). Load: ${requests.toLocaleString('en')} chat requests (every other one streamed) on ${connections} keep-alive connections. Idle streams: ${streams.toLocaleString('en')} streaming requests held open by the simulator's \`[sim:slow=120000]\` (headers not yet sent: the gateway holds the client's and the upstream's socket and the request), RSS and JS heap while they are open minus before (the JS heap live after full collections).`,
     '',
     head,
@@ -674,6 +678,7 @@ async function main(): Promise<void> {
       await postgres(f, process.env.DATABASE_URL, true);
     } else log('built: skipped (no DATABASE_URL)');
   }
+  if (!from) f.measured = measuredLine();
   if (jsonOut) writeFileSync(jsonOut, `${JSON.stringify(f, null, 2)}\n`);
   const before = process.env.BENCH_MEMORY_BEFORE ? (JSON.parse(readFileSync(process.env.BENCH_MEMORY_BEFORE, 'utf8')) as Figures) : undefined;
   const section = render(f, before);
