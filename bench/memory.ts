@@ -21,7 +21,8 @@
  *   the image's Node (24 LTS, as bench/chat runs its targets; BENCH_NODE=current: the benchmark's
  *   own), as is the floor. The per-stream RSS is also split: glibc's main heap (malloc) is part of it.
  *   BENCH_MEMORY_SNAPSHOTS=DIR writes heap snapshots before and while the streams are open, for
- *   bench/memory/snapshot-diff.ts (what is new per stream, by kind of object, beyond the floor).
+ *   bench/memory/snapshot-diff.ts (what is new per stream, by kind of object, beyond the floor);
+ *   taking one grows the target's RSS, so such a run's RSS figures are not to be compared.
  *
  * RSS is the target process's VmRSS (/proc), read after a settle of BENCH_MEMORY_SETTLE_MS (default
  * 5000); "+children" adds the processes it started (tsx's esbuild service, where tsx runs). Every load ends with the
