@@ -40,19 +40,17 @@ function newPerStream(before: Snapshot, open: Snapshot, streams: number): Map<st
 
 const load = (file: string) => JSON.parse(readFileSync(file, 'utf8')) as Snapshot;
 
-if (process.argv[1]?.endsWith('snapshot-diff.ts')) {
-  const [before, open, count, floorBefore, floorOpen] = process.argv.slice(2);
-  if (!before || !open || !count) throw new Error('usage: snapshot-diff.ts BEFORE OPEN STREAMS [FLOOR_BEFORE FLOOR_OPEN]');
-  const streams = Number(count);
-  const target = newPerStream(load(before), load(open), streams);
-  const floor = floorBefore && floorOpen ? newPerStream(load(floorBefore), load(floorOpen), streams) : new Map<string, { bytes: number; count: number }>();
-  const rows = [...new Set([...target.keys(), ...floor.keys()])].map((k) => {
-    const t = target.get(k) ?? { bytes: 0, count: 0 };
-    const f = floor.get(k) ?? { bytes: 0, count: 0 };
-    return { k, bytes: t.bytes - f.bytes, count: t.count - f.count };
-  });
-  rows.sort((a, b) => b.bytes - a.bytes);
-  const total = rows.reduce((s, r) => s + r.bytes, 0);
-  process.stdout.write(`${floor.size ? 'beyond the floor, ' : ''}bytes per stream: ${total.toFixed(0)}\n`);
-  for (const r of rows.slice(0, 60)) process.stdout.write(`${r.bytes.toFixed(1).padStart(9)} ${r.count.toFixed(2).padStart(7)}  ${r.k}\n`);
-}
+const [before, open, count, floorBefore, floorOpen] = process.argv.slice(2);
+if (!before || !open || !count) throw new Error('usage: snapshot-diff.ts BEFORE OPEN STREAMS [FLOOR_BEFORE FLOOR_OPEN]');
+const streams = Number(count);
+const target = newPerStream(load(before), load(open), streams);
+const floor = floorBefore && floorOpen ? newPerStream(load(floorBefore), load(floorOpen), streams) : new Map<string, { bytes: number; count: number }>();
+const rows = [...new Set([...target.keys(), ...floor.keys()])].map((k) => {
+  const t = target.get(k) ?? { bytes: 0, count: 0 };
+  const f = floor.get(k) ?? { bytes: 0, count: 0 };
+  return { k, bytes: t.bytes - f.bytes, count: t.count - f.count };
+});
+rows.sort((a, b) => b.bytes - a.bytes);
+const total = rows.reduce((s, r) => s + r.bytes, 0);
+process.stdout.write(`${floor.size ? 'beyond the floor, ' : ''}bytes per stream: ${total.toFixed(0)}\n`);
+for (const r of rows.slice(0, 60)) process.stdout.write(`${r.bytes.toFixed(1).padStart(9)} ${r.count.toFixed(2).padStart(7)}  ${r.k}\n`);
