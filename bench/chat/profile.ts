@@ -117,9 +117,11 @@ async function main(): Promise<void> {
   if (target === 'no-billing') env.BENCH_BILLING = 'none';
   // As `npm run bench` runs it: the quickstart's shape, PGlite in a data folder with the billing journal.
   if (target === 'pglite') env.BENCH_DATA = 'disk';
-  if (target === 'postgres') {
-    if (!process.env.DATABASE_URL) throw new Error('postgres: set DATABASE_URL');
+  if (target === 'postgres' || target === 'postgres-journal') {
+    if (!process.env.DATABASE_URL) throw new Error(`${target}: set DATABASE_URL`);
     env.BENCH_DATABASE_URL = process.env.DATABASE_URL;
+    // As the chart's `proxy.billingJournal` runs it: charges durable in the journal, PostgreSQL behind.
+    if (target === 'postgres-journal') env.BENCH_JOURNAL = '1';
   }
   // Compiled, as the image runs it; BENCH_TSX=1: through tsx, from the sources.
   const gw = await startChild(['gateway', sim.url], env, process.env.BENCH_TSX !== '1');
