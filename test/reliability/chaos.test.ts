@@ -116,10 +116,22 @@ for (const { name, make } of serveTargets('tollgate-chaos-')) {
       for (let round = 0; round < ROUNDS; round++) {
         const gw = await serveChild(t, configDir, { args: ['--admin-token', ADMIN, '--allow-loopback-urls'], env: ENV });
         children.push(gw.child);
-        const killAfter = 300 + Math.floor(Math.random() * 700);
-        const stop = new Promise<void>((r) => setTimeout(r, killAfter));
+        let release!: () => void;
+        const stop = new Promise<void>((r) => (release = r));
         const running = load(gw.url, round, stop, out);
-        await stop;
+        // The first gateway dies only once it has served: the checks below need a complete answer
+        // and an accepted task to mean anything, and a gateway can take more than the second of
+        // the longest wait to serve its first (PGlite's first start on a loaded machine; CI once
+        // saw three rounds pass without one). The others may die while still starting.
+        if (round === 0)
+          await until(
+            async () => [out.complete.length, out.tasks.length],
+            ([c, k]) => c! > 0 && k! > 0,
+            60_000,
+            'a first complete answer and task',
+          );
+        await new Promise((r) => setTimeout(r, 300 + Math.floor(Math.random() * 700)));
+        release();
         gw.child.kill('SIGKILL');
         await gw.exited;
         await running;
