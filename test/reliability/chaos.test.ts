@@ -125,8 +125,8 @@ for (const { name, make } of serveTargets('tollgate-chaos-')) {
         // saw three rounds pass without one). The others may die while still starting.
         if (round === 0)
           await until(
-            async () => [out.complete.length, out.tasks.length],
-            ([c, k]) => c! > 0 && k! > 0,
+            async () => ({ complete: out.complete.length, tasks: out.tasks.length }),
+            (n) => n.complete > 0 && n.tasks > 0,
             60_000,
             'a first complete answer and task',
           );
