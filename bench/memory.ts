@@ -464,6 +464,9 @@ async function floor(f: Figures): Promise<void> {
  * before, per stream.
  */
 async function idleStreams(api: string, pid: number, live: Live, padKiB: number, name: string): Promise<{ base: number; open: number; per: PerStream }> {
+  const snapshot = async (phase: string) => {
+    if (snapshots) await live.snapshot(join(snapshots, `${name.replace(/\W+/g, '-')}-${padKiB}-${phase}.heapsnapshot`));
+  };
   const body = JSON.parse(chatBody('sim-gpt', true)) as { messages: { content: string }[] };
   body.messages.at(-1)!.content += `${' and more'.repeat(Math.ceil((padKiB * 1024) / 9)).slice(0, padKiB * 1024)} [sim:slow=120000]`;
   const payload = Buffer.from(JSON.stringify(body));
@@ -471,7 +474,7 @@ async function idleStreams(api: string, pid: number, live: Live, padKiB: number,
   const before = await live.collect();
   const base = status(pid, 'VmRSS');
   const mallocBefore = mallocHeapKiB(pid);
-  if (snapshots) await live.snapshot(join(snapshots, `${name.replace(/\W+/g, '-')}-${padKiB}-before.heapsnapshot`));
+  await snapshot('before');
   const pool = new Pool(api, { connections: streams, pipelining: 1 });
   const ac = new AbortController();
   setMaxListeners(streams + 10, ac.signal);
@@ -518,7 +521,7 @@ async function idleStreams(api: string, pid: number, live: Live, padKiB: number,
   const during = await live.collect();
   const open = status(pid, 'VmRSS');
   const mallocOpen = mallocHeapKiB(pid);
-  if (snapshots) await live.snapshot(join(snapshots, `${name.replace(/\W+/g, '-')}-${padKiB}-open.heapsnapshot`));
+  await snapshot('open');
   ac.abort();
   await Promise.all(pending);
   await pool.close();
