@@ -250,50 +250,60 @@ export class Snapshotter {
     }
   }
 
-  /** One durable copy: see the class comment. */
+  /** One durable copy: see the class comment. None when not one file changed since the last. */
   private async take(): Promise<void> {
-    const name = String(++this.seq).padStart(12, '0');
+    const name = String(this.seq + 1).padStart(12, '0');
     const tmp = join(this.root, `${name}.tmp`);
     const dst = join(this.root, name);
     const written: string[] = [];
     const dirs: string[] = [];
     const prev = this.last;
-    const { files, atNs } = await this.opts.exclusive(() => {
+    const taken = await this.opts.exclusive(() => {
       const atNs = BigInt(Date.now()) * 1_000_000n;
       const files = new Map<string, FileState>();
+      const folders: string[] = [];
       const walk = (rel: string) => {
-        const to = join(tmp, rel);
-        mkdirSync(to);
-        dirs.push(to);
+        folders.push(rel);
         for (const e of readdirSync(join(this.live, rel), { withFileTypes: true })) {
           const r = rel ? join(rel, e.name) : e.name;
-          if (e.isDirectory()) {
-            walk(r);
-            continue;
-          }
-          if (!e.isFile()) continue;
-          const s = fileState(lstatSync(join(this.live, r), { bigint: true }));
-          files.set(r, s);
-          const p = prev?.files.get(r);
-          const same = p && prev && p.size === s.size && p.mtimeNs === s.mtimeNs && p.ino === s.ino && p.mtimeNs < prev.atNs - RACY_NS;
-          if (same) {
-            try {
-              linkSync(join(prev.dir, r), join(tmp, r));
-              continue;
-            } catch {
-              // the last copy lost it: copy it again
-            }
-          }
-          copyFileSync(join(this.live, r), join(tmp, r));
-          written.push(join(tmp, r));
+          if (e.isDirectory()) walk(r);
+          else if (e.isFile()) files.set(r, fileState(lstatSync(join(this.live, r), { bigint: true })));
         }
       };
       walk('');
+      const same = (r: string, s: FileState) => {
+        const p = prev?.files.get(r);
+        return !!p && !!prev && p.size === s.size && p.mtimeNs === s.mtimeNs && p.ino === s.ino && p.mtimeNs < prev.atNs - RACY_NS;
+      };
+      // Every file as the last copy has it, none added or removed: that copy is this one. An idle
+      // store still answers reads (and the gateway's timers query it every second), so without
+      // this it would be copied, a thousand links and a hundred folder fsyncs, every few seconds.
+      if (prev && files.size === prev.files.size && [...files].every(([r, s]) => same(r, s))) return undefined;
+      for (const rel of folders) {
+        const to = join(tmp, rel);
+        mkdirSync(to);
+        dirs.push(to);
+      }
+      for (const [r, s] of files) {
+        if (same(r, s)) {
+          try {
+            linkSync(join(prev!.dir, r), join(tmp, r));
+            continue;
+          } catch {
+            // the last copy lost it: copy it again
+          }
+        }
+        copyFileSync(join(this.live, r), join(tmp, r));
+        written.push(join(tmp, r));
+      }
       const manifest = join(tmp, MANIFEST);
       writeFileSync(manifest, JSON.stringify({ atNs: String(atNs), files: [...files].map(([r, f]) => [r, String(f.size), String(f.mtimeNs), String(f.ino)]) }));
       written.push(manifest);
       return { files, atNs };
     });
+    if (!taken) return;
+    this.seq++;
+    const { files, atNs } = taken;
     // With queries running again: the copy reaches stable storage, then takes its place.
     // Two at a time: the disk gets a queue, and the billing journal's writes still find a free thread.
     await inPairs(written, syncPath);
