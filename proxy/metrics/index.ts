@@ -16,7 +16,9 @@ export interface GatewayMetrics {
 /** One registry per gateway (tests start several in one process). Labels never carry keys. */
 export function createMetrics(): GatewayMetrics {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
+  // The event loop's delay sampled every 100 ms, not prom-client's 10: its timer woke an idle
+  // gateway 100 times a second, 0.4% of a core (bench/RESULTS.md, "Idle"); a stall still shows.
+  collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 100 });
   const requests = new KeyedCounter(registry, {
     name: 'tollgate_http_requests_total',
     help: 'HTTP requests by route and status',
