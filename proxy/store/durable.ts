@@ -277,7 +277,7 @@ export class Snapshotter {
       };
       // Every file as the last copy has it, none added or removed: that copy is this one. An idle
       // store still answers reads (and the gateway's timers query it every second), so without
-      // this it would be copied, a thousand links and a hundred folder fsyncs, every few seconds.
+      // this it would be copied, a thousand links and some thirty folders fsynced, every few seconds.
       if (prev && files.size === prev.files.size && [...files].every(([r, s]) => same(r, s))) return undefined;
       for (const rel of folders) {
         const to = join(tmp, rel);
