@@ -86,7 +86,20 @@ export class BillingEngine implements Billing {
     every(Math.max(50, Math.min(settings.leaseMs / 3, settings.idleMs / 2)), () => this.tick(), 'lease upkeep');
     every(settings.sweepIntervalMs, () => this.sweep(), 'sweeper');
     // Off the commit path: the two upserts per group commit were a quarter of PostgreSQL's work in it.
-    every(settings.rollupFoldMs, () => foldUsageRollups(store), 'usage rollup fold');
+    // Folds that find nothing space out to every 2, 4, then 8 intervals, so an idle gateway rarely
+    // queries for it; readers add the pending rows themselves, so no figure waits on a fold.
+    let emptyFolds = 0;
+    let skip = 0;
+    every(
+      settings.rollupFoldMs,
+      async () => {
+        if (skip > 0) return void skip--;
+        const moved = await foldUsageRollups(store);
+        emptyFolds = moved > 0 ? 0 : Math.min(emptyFolds + 1, 3);
+        skip = 2 ** emptyFolds - 1;
+      },
+      'usage rollup fold',
+    );
     // Opened here, synchronously, so a directory another live process holds stops the start.
     this.journal = settings.journalDir ? new BillingJournal(settings.journalDir, undefined, store.durable) : undefined;
     this.commits = new GroupCommit(store, log, settings, this.journal, this.metrics, () => this.inflight);

@@ -158,5 +158,37 @@ for (const sc of storeCases()) {
         await engine.close();
       }
     });
+
+    it('folds that find nothing space out to every eighth tick; rows to fold are still folded within that', async () => {
+      let folds = 0;
+      const counted = wrapStore(store, (q) => ({
+        query: async (sql, params) => {
+          if (sql.includes('usage_rollup_fold')) folds++;
+          return q.query(sql, params);
+        },
+      }));
+      const engine = meteredBilling({ store: counted, log: createLogger({}, 'error') }, { rollupFoldMs: 20 });
+      try {
+        // 60 ticks of 20 ms: a fold at every tick would be 60.
+        await new Promise((r) => setTimeout(r, 1200));
+        expect(folds).toBeGreaterThan(2);
+        expect(folds).toBeLessThanOrEqual(15);
+        // Another replica's usage, waiting to be folded.
+        await store.query(
+          `INSERT INTO usage_rollup_pending (hour, key_hash, model, key_name, account, requests, errors, input_tokens, cached_input_tokens, output_tokens, credits)
+           VALUES (date_trunc('hour', now()), 'sha256:fold-test', 'm', 'k', 'a', 1, 0, 10, 0, 5, 7)`,
+        );
+        await until(
+          async () => (await store.query<{ n: string }>('SELECT count(*) AS n FROM usage_rollup_pending')).rows[0]!.n,
+          (n) => Number(n) === 0,
+          2_000,
+          'the pending row to be folded',
+        );
+        const h = await store.query<{ credits: string }>("SELECT credits FROM usage_hourly WHERE key_hash = 'sha256:fold-test'");
+        expect(h.rows.map((r) => Number(r.credits))).toEqual([7]);
+      } finally {
+        await engine.close();
+      }
+    });
   });
 }
