@@ -144,6 +144,20 @@ export async function claimTasks(q: Queryable, owner: string, limit: number, lea
   return r.rows.map(toTask);
 }
 
+/**
+ * Milliseconds until the next unfinished, unleased task comes due (its next run or its deadline),
+ * by the store's clock; undefined when none waits. Tasks leased by a live worker are that
+ * worker's: they come back through reschedule() or the end of the lease.
+ */
+export async function nextTaskDueMs(q: Queryable): Promise<number | undefined> {
+  const r = await q.query<{ ms: number | string | null }>(
+    `SELECT EXTRACT(EPOCH FROM (MIN(LEAST(next_run_at, deadline_at)) - now())) * 1000 AS ms FROM tasks
+      WHERE status IN ('queued', 'processing') AND (lease_until IS NULL OR lease_until < now())`,
+  );
+  const ms = r.rows[0]?.ms;
+  return ms === null || ms === undefined ? undefined : Number(ms);
+}
+
 const FENCE = "id = $1 AND lease_owner = $2 AND status IN ('queued', 'processing')";
 
 /** Extends the lease; false when it was lost (taken over, or the task was cancelled). */

@@ -2,7 +2,7 @@ import type { Logger } from '../../kernel/log.js';
 import type { Store } from '../store/index.js';
 import { WorkerLoop } from '../webhooks/loop.js';
 import type { TaskEngine } from './engine.js';
-import { claimTasks, releaseLeases } from './store.js';
+import { claimTasks, nextTaskDueMs, releaseLeases } from './store.js';
 import type { TaskRow } from './types.js';
 
 /**
@@ -25,6 +25,7 @@ export function createTaskWorker(o: {
     capacity: o.concurrency,
     log: o.log,
     claim: (n) => claimTasks(o.store, o.owner, n, o.leaseMs),
+    nextDueMs: () => nextTaskDueMs(o.store),
     run: (task, signal) => o.engine.run(task, signal),
   });
   return {

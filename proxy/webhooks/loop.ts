@@ -3,13 +3,24 @@ import type { Logger } from '../../kernel/log.js';
 
 export interface LoopOptions<T> {
   name: string;
-  /** How often to look for due work when nothing wakes the loop. */
+  /** How soon to look again after a claim that found work (more may be coming due). */
   intervalMs: number;
+  /**
+   * Longest sleep after a claim that found nothing (default 8 x intervalMs): bounds how late work
+   * the store cannot announce is seen (another replica's expired lease, a task submitted on a
+   * replica whose worker was full).
+   */
+  idleMaxMs?: number;
   /** Items worked on at once by this replica. */
   capacity: number;
   log: Logger;
   /** Claims up to n due items (leased to this replica). */
   claim(n: number): Promise<T[]>;
+  /**
+   * Milliseconds until the next unleased item comes due, by the store's clock (at most 0 when one
+   * already is; undefined when none waits): an idle loop sleeps until then instead of polling.
+   */
+  nextDueMs(): Promise<number | undefined>;
   /** Works one item; the signal aborts at stop() once the grace period is over. */
   run(item: T, signal: AbortSignal): Promise<void>;
 }
@@ -17,7 +28,10 @@ export interface LoopOptions<T> {
 /**
  * A background loop over a claimable table (tasks, webhook deliveries): claim what is due up to
  * the free capacity, run each claim concurrently, look again after an interval or when woken.
- * Shared by the task worker and the delivery worker.
+ * When a claim finds nothing, the loop asks the store when the next item comes due and sleeps
+ * until then (at most idleMaxMs): an idle gateway does not query its store twice a second, and
+ * a poll or retry scheduled for later is still claimed when it is due. Work submitted on this
+ * replica wakes it at once. Shared by the task worker and the delivery worker.
  */
 export class WorkerLoop<T> {
   private timer: NodeJS.Timeout | undefined;
@@ -25,6 +39,8 @@ export class WorkerLoop<T> {
   private stopped = true;
   private ticking: Promise<void> | undefined;
   private again = false;
+  /** How long to sleep after the current tick, unless something wakes the loop first. */
+  private sleepMs: number;
   private readonly inflight = new Set<Promise<void>>();
   private readonly abort = new AbortController();
   /** A claim fails every interval while the store is down: logged as one outage. */
@@ -32,6 +48,7 @@ export class WorkerLoop<T> {
 
   constructor(private readonly opts: LoopOptions<T>) {
     this.claimFailures = new FailureLog(opts.log, `${opts.name}: claim`);
+    this.sleepMs = opts.intervalMs;
   }
 
   start(): void {
@@ -54,16 +71,18 @@ export class WorkerLoop<T> {
       if (this.again) {
         this.again = false;
         this.wake();
-      } else this.timer = setTimeout(() => this.wake(), this.opts.intervalMs);
+      } else this.timer = setTimeout(() => this.wake(), this.sleepMs);
     });
   }
 
   private async tick(): Promise<void> {
+    this.sleepMs = this.opts.intervalMs;
     const free = this.opts.capacity - this.inflight.size;
     if (free <= 0) return;
     let items: T[];
     try {
       items = await this.opts.claim(free);
+      if (items.length === 0) this.sleepMs = idleSleep(await this.opts.nextDueMs(), this.opts.intervalMs, this.opts.idleMaxMs ?? 8 * this.opts.intervalMs);
       this.claimFailures.succeeded();
     } catch (err) {
       this.claimFailures.failed(err as Error);
@@ -96,4 +115,15 @@ export class WorkerLoop<T> {
     this.abort.abort();
     await Promise.allSettled([...this.inflight]);
   }
+}
+
+/**
+ * The sleep after a claim that found nothing: until the next item is due, at most idleMaxMs. An
+ * item due already (skipped while another replica's claim held its row) is looked for again after
+ * the usual interval, not at once.
+ */
+export function idleSleep(dueMs: number | undefined, intervalMs: number, idleMaxMs: number): number {
+  if (dueMs === undefined) return idleMaxMs;
+  if (dueMs <= 0) return intervalMs;
+  return Math.min(Math.ceil(dueMs), idleMaxMs);
 }

@@ -71,6 +71,16 @@ export async function claimDeliveries(q: Queryable, owner: string, limit: number
   return r.rows.map(toDelivery);
 }
 
+/** Milliseconds until the next unleased pending delivery comes due, by the store's clock; undefined when none waits. */
+export async function nextDeliveryDueMs(q: Queryable): Promise<number | undefined> {
+  const r = await q.query<{ ms: number | string | null }>(
+    `SELECT EXTRACT(EPOCH FROM (MIN(next_attempt_at) - now())) * 1000 AS ms FROM webhook_deliveries
+      WHERE status = 'pending' AND (lease_until IS NULL OR lease_until < now())`,
+  );
+  const ms = r.rows[0]?.ms;
+  return ms === null || ms === undefined ? undefined : Number(ms);
+}
+
 /** What an attempt that began and never ended says: the process stopped or died during it. */
 export const NO_OUTCOME = 'no outcome recorded: the gateway stopped during the attempt';
 

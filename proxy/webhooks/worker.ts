@@ -5,7 +5,7 @@ import type { Store } from '../store/index.js';
 import { USER_AGENT } from '../upstreams/headers.js';
 import { assertUrlAllowed, guardedLookup, refusedCause, UrlRefusedError, type UrlPolicy } from '../net/url-guard.js';
 import { WorkerLoop } from './loop.js';
-import { beginAttempt, claimDeliveries, recordAttempt, releaseDeliveryLeases, type AttemptRecord, type Delivery } from './outbox.js';
+import { beginAttempt, claimDeliveries, nextDeliveryDueMs, recordAttempt, releaseDeliveryLeases, type AttemptRecord, type Delivery } from './outbox.js';
 import { retryDelayMs } from './schedule.js';
 
 export interface DeliveryWorkerOptions {
@@ -110,6 +110,7 @@ export function createDeliveryWorker(o: DeliveryWorkerOptions) {
     capacity: o.capacity ?? 16,
     log: o.log,
     claim: (n) => claimDeliveries(o.store, o.owner, n, leaseMs),
+    nextDueMs: () => nextDeliveryDueMs(o.store),
     run,
   });
 

@@ -140,6 +140,57 @@ for (const sc of storeCases()) {
       expect(rx.received).toHaveLength(1);
     });
 
+    it('an idle worker sleeps until its next retry is due instead of polling: the retry is sent on time, with no claim in between', async () => {
+      // Claims (the UPDATE that leases due deliveries) counted at the store.
+      let claims = 0;
+      const watched = new Proxy(store, {
+        get(target, prop, receiver) {
+          if (prop === 'query')
+            return (text: string, values?: unknown[]) => {
+              if (text.includes('UPDATE webhook_deliveries d SET lease_owner')) claims++;
+              return target.query(text, values);
+            };
+          const v: unknown = Reflect.get(target, prop, receiver);
+          return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+        },
+      });
+      const at: number[] = [];
+      const rx = await startReceiver((n) => {
+        at.push(performance.now());
+        return n === 1 ? 500 : 200;
+      });
+      // Polling every 250 ms, this worker would claim about 12 times in the 3 s idle below; the
+      // longest it sleeps with nothing due is 8 intervals (2 s), so a retry due in 0.6 s that was
+      // not waited for would go out 2 s after the failure.
+      const worker = createDeliveryWorker({
+        store: watched,
+        log: createLogger({}, 'silent'),
+        owner: `sleeper-${sc.name}`,
+        policy: { allowLoopback: true, allowPrivate: false },
+        retryScheduleS: [0.6],
+        timeoutMs: 1000,
+        intervalMs: 250,
+      });
+      try {
+        const body = Buffer.from('{"id":"img_idle","status":"succeeded"}');
+        const id = await store.tx((q) => enqueueDelivery(q, { taskId: 'img_idle', url: rx.url, body, signature: signBody(SECRET, body) }));
+        worker.start();
+        await waitUntil(async () => (await store.query("SELECT 1 FROM webhook_deliveries WHERE id = $1 AND status = 'delivered'", [id])).rows.length === 1);
+        expect(rx.received).toHaveLength(2);
+        const gap = at[1]! - at[0]!;
+        expect(gap).toBeGreaterThan(550);
+        expect(gap).toBeLessThan(1500);
+        // The first attempt, the look after it (nothing due yet), and the retry.
+        expect(claims).toBeLessThanOrEqual(4);
+        const before = claims;
+        await new Promise((r) => setTimeout(r, 3000));
+        expect(claims - before).toBeLessThanOrEqual(3);
+      } finally {
+        await worker.stop(0);
+        await rx.close();
+      }
+    });
+
     it('gives up at the end of the schedule, and at once on an address the guard refuses', async () => {
       const rx = await startReceiver(() => 500);
       const owner = `test-${sc.name}`;
