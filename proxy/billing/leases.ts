@@ -149,6 +149,9 @@ export class Leases {
 
   /** Keeps live leases from expiring, notices leases the sweeper took, hands back idle ones. */
   async upkeep(): Promise<void> {
+    // Every lease of this replica belongs to an account in the map (entered before its lease is
+    // taken, left only once it has none): an idle replica has nothing to renew and asks nothing.
+    if (this.accounts.size === 0) return;
     const until = Date.now() + this.settings.leaseMs;
     const live = await this.store.query<{ hold_id: string }>(`UPDATE holds SET expires_at = $2 WHERE owner = $1 AND purpose = 'lease' RETURNING hold_id`, [
       this.replica,

@@ -159,20 +159,24 @@ for (const sc of storeCases()) {
       }
     });
 
-    it('folds that find nothing space out to every eighth tick; rows to fold are still folded within that', async () => {
+    it('an idle engine asks little: folds that find nothing space out to every eighth tick, and no lease is renewed when it holds none', async () => {
       let folds = 0;
+      let renewals = 0;
       const counted = wrapStore(store, (q) => ({
         query: async (sql, params) => {
           if (sql.includes('usage_rollup_fold')) folds++;
+          if (sql.includes('UPDATE holds SET expires_at')) renewals++;
           return q.query(sql, params);
         },
       }));
-      const engine = meteredBilling({ store: counted, log: createLogger({}, 'error') }, { rollupFoldMs: 20 });
+      // Lease upkeep every 100 ms (a third of the lease).
+      const engine = meteredBilling({ store: counted, log: createLogger({}, 'error') }, { rollupFoldMs: 20, leaseMs: 300 });
       try {
         // 60 ticks of 20 ms: a fold at every tick would be 60.
         await new Promise((r) => setTimeout(r, 1200));
         expect(folds).toBeGreaterThan(2);
         expect(folds).toBeLessThanOrEqual(15);
+        expect(renewals).toBe(0);
         // Another replica's usage, waiting to be folded.
         await store.query(
           `INSERT INTO usage_rollup_pending (hour, key_hash, model, key_name, account, requests, errors, input_tokens, cached_input_tokens, output_tokens, credits)
