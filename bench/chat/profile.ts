@@ -124,7 +124,8 @@ async function main(): Promise<void> {
     if (target === 'postgres-journal') env.BENCH_JOURNAL = '1';
   }
   // Compiled, as the image runs it; BENCH_TSX=1: through tsx, from the sources.
-  const gw = await startChild(['gateway', sim.url], env, process.env.BENCH_TSX !== '1');
+  // floor: the bare Node proxy the ratios are taken against, for comparing shares.
+  const gw = await startChild([target === 'floor' ? 'floor' : 'gateway', sim.url], env, process.env.BENCH_TSX !== '1');
   try {
     const load = {
       url: gw.url,
