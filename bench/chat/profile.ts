@@ -1,12 +1,13 @@
 /**
- * `npm run bench:profile -- [postgres|pglite|no-billing] [json|stream] [seconds]`: where the
- * gateway's CPU goes under load. The simulator and the gateway run in processes of their own;
- * after a warm-up, the gateway's profiler runs for the load window only (start-up excluded) and
- * the profile is summarised: self time by function, inclusive time of the project's functions,
- * and self time by area (node internals, undici, each project folder, GC). The raw profile is
- * kept (open it in Chrome DevTools or speedscope for a flame graph). The gateway runs compiled
- * (as the image runs it); BENCH_TSX=1 runs it through tsx (from the sources). BENCH_CONNECTIONS
- * (default 50) sets the load's connections. The profile is of the main thread only: the process's
+ * `npm run bench:profile -- [postgres|postgres-journal|pglite|no-billing|floor] [json|stream] [seconds]`:
+ * where the gateway's CPU goes under load (floor: the bare Node proxy, to compare shares with).
+ * The simulator and the gateway run in processes of their own; after a warm-up, the gateway's
+ * profiler runs for the load window only (start-up excluded) and the profile is summarised: self
+ * time by function, inclusive time of the project's functions, and self time by area (node
+ * internals, undici, each project folder, GC). The raw profile is kept (open it in Chrome
+ * DevTools or speedscope for a flame graph). The gateway runs compiled (as the image runs it);
+ * BENCH_TSX=1 runs it through tsx (from the sources). BENCH_CONNECTIONS (default 50) sets the
+ * load's connections. The profile is of the main thread only: the process's
  * CPU in /proc also counts V8's worker threads (garbage collection, compilation).
  */
 import { mkdtempSync, readFileSync } from 'node:fs';
