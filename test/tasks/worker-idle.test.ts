@@ -1,24 +1,19 @@
 import { describe, expect, it } from 'vitest';
 import type { Store } from '../../proxy/store/index.js';
 import { startSimulator } from '../../simulator/index.js';
-import { disposeStore, storeCases } from '../support/stores.js';
+import { disposeStore, storeCases, wrapStore } from '../support/stores.js';
 import { C, grant, startTasksGateway } from './support.js';
 import { videoClient, videoResources } from './videos-support.js';
 
 /** The store, counting the task worker's claims (the UPDATE that leases due tasks). */
 function counting(store: Store): { store: Store; claims: () => number } {
   let claims = 0;
-  const watched = new Proxy(store, {
-    get(target, prop, receiver) {
-      if (prop === 'query')
-        return (text: string, values?: unknown[]) => {
-          if (text.includes('UPDATE tasks t SET lease_owner')) claims++;
-          return target.query(text, values);
-        };
-      const v: unknown = Reflect.get(target, prop, receiver);
-      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+  const watched = wrapStore(store, (q) => ({
+    query: (sql, params) => {
+      if (sql.includes('UPDATE tasks t SET lease_owner')) claims++;
+      return q.query(sql, params);
     },
-  });
+  }));
   return { store: watched, claims: () => claims };
 }
 

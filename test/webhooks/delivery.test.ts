@@ -7,7 +7,7 @@ import { beginAttempt, claimDeliveries, deliveriesOf, enqueueDelivery, NO_OUTCOM
 import { signBody } from '../../proxy/webhooks/signing.js';
 import { createDeliveryWorker } from '../../proxy/webhooks/worker.js';
 import { startSimulator, type Simulator } from '../../simulator/index.js';
-import { disposeStore, storeCases } from '../support/stores.js';
+import { disposeStore, storeCases, wrapStore } from '../support/stores.js';
 import { C, client, grant, startReceiver, startTasksGateway, waitUntil, type Received } from '../tasks/support.js';
 
 const SECRET = 'whsec-delivery-test';
@@ -143,17 +143,12 @@ for (const sc of storeCases()) {
     it('an idle worker sleeps until its next retry is due instead of polling: the retry is sent on time, with no claim in between', async () => {
       // Claims (the UPDATE that leases due deliveries) counted at the store.
       let claims = 0;
-      const watched = new Proxy(store, {
-        get(target, prop, receiver) {
-          if (prop === 'query')
-            return (text: string, values?: unknown[]) => {
-              if (text.includes('UPDATE webhook_deliveries d SET lease_owner')) claims++;
-              return target.query(text, values);
-            };
-          const v: unknown = Reflect.get(target, prop, receiver);
-          return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      const watched = wrapStore(store, (q) => ({
+        query: (sql, params) => {
+          if (sql.includes('UPDATE webhook_deliveries d SET lease_owner')) claims++;
+          return q.query(sql, params);
         },
-      });
+      }));
       const at: number[] = [];
       const rx = await startReceiver((n) => {
         at.push(performance.now());
