@@ -5,12 +5,6 @@ export interface LoopOptions<T> {
   name: string;
   /** How soon to look again after a claim that found work (more may be coming due). */
   intervalMs: number;
-  /**
-   * Longest sleep after a claim that found nothing (default 8 x intervalMs): bounds how late work
-   * the store cannot announce is seen (another replica's expired lease, a task submitted on a
-   * replica whose worker was full).
-   */
-  idleMaxMs?: number;
   /** Items worked on at once by this replica. */
   capacity: number;
   log: Logger;
@@ -29,7 +23,7 @@ export interface LoopOptions<T> {
  * A background loop over a claimable table (tasks, webhook deliveries): claim what is due up to
  * the free capacity, run each claim concurrently, look again after an interval or when woken.
  * When a claim finds nothing, the loop asks the store when the next item comes due and sleeps
- * until then (at most idleMaxMs): an idle gateway does not query its store twice a second, and
+ * until then (at most IDLE_INTERVALS intervals): an idle gateway does not query its store twice a second, and
  * a poll or retry scheduled for later is still claimed when it is due. Work submitted on this
  * replica wakes it at once. Shared by the task worker and the delivery worker.
  */
@@ -82,7 +76,7 @@ export class WorkerLoop<T> {
     let items: T[];
     try {
       items = await this.opts.claim(free);
-      if (items.length === 0) this.sleepMs = idleSleep(await this.opts.nextDueMs(), this.opts.intervalMs, this.opts.idleMaxMs ?? 8 * this.opts.intervalMs);
+      if (items.length === 0) this.sleepMs = idleSleep(await this.opts.nextDueMs(), this.opts.intervalMs);
       this.claimFailures.succeeded();
     } catch (err) {
       this.claimFailures.failed(err as Error);
@@ -118,12 +112,20 @@ export class WorkerLoop<T> {
 }
 
 /**
- * The sleep after a claim that found nothing: until the next item is due, at most idleMaxMs. An
- * item due already (skipped while another replica's claim held its row) is looked for again after
- * the usual interval, not at once.
+ * The longest sleep after a claim that found nothing, in intervals: it bounds how late the loop
+ * sees work the store cannot announce (another replica's lease running out, a task submitted on
+ * a replica whose worker was full).
  */
-export function idleSleep(dueMs: number | undefined, intervalMs: number, idleMaxMs: number): number {
-  if (dueMs === undefined) return idleMaxMs;
+const IDLE_INTERVALS = 8;
+
+/**
+ * The sleep after a claim that found nothing: until the next item is due, at most IDLE_INTERVALS
+ * intervals. An item due already (skipped while another replica's claim held its row) is looked
+ * for again after the usual interval, not at once.
+ */
+function idleSleep(dueMs: number | undefined, intervalMs: number): number {
+  const most = IDLE_INTERVALS * intervalMs;
+  if (dueMs === undefined) return most;
   if (dueMs <= 0) return intervalMs;
-  return Math.min(Math.ceil(dueMs), idleMaxMs);
+  return Math.min(Math.ceil(dueMs), most);
 }
