@@ -39,7 +39,8 @@ for (const sc of storeCases()) {
         expect(sub.status).toBe(200);
         const done = await videoClient(gw.url).until(sub.json.id);
         expect(done.status).toBe('succeeded');
-        expect(performance.now() - t0).toBeLessThan(2500);
+        // 0.7-0.8 s when each poll goes out as it comes due; 4.1 s when the worker sleeps its longest.
+        expect(performance.now() - t0).toBeLessThan(3000);
         // Polling every 500 ms would claim 6 times in 3 s.
         const before = c.claims();
         await new Promise((r) => setTimeout(r, 3000));
