@@ -276,7 +276,7 @@ export class Snapshotter {
         return !!p && !!prev && p.size === s.size && p.mtimeNs === s.mtimeNs && p.ino === s.ino && p.mtimeNs < prev.atNs - RACY_NS;
       };
       // Every file as the last copy has it, none added or removed: that copy is this one. An idle
-      // store still answers reads (and the gateway's timers query it every second), so without
+      // store still answers reads (the gateway's timers query it every few seconds), so without
       // this it would be copied, a thousand links and some thirty folders fsynced, every few seconds.
       if (prev && files.size === prev.files.size && [...files].every(([r, s]) => same(r, s))) return undefined;
       for (const rel of folders) {

@@ -9,9 +9,10 @@ import { openStore } from '../../proxy/store/index.js';
 
 /**
  * PGlite on a data folder is copied durably while it is written (proxy/store/durable.ts). An idle
- * gateway still queries its store every second (the rollup fold, the task and delivery workers'
- * claims): those reads changed no file, yet each marked the store written, so an idle quickstart
- * made a new copy every five seconds, a thousand links and some thirty folders fsynced each.
+ * gateway still queries its store every few seconds (the rollup fold, the task and delivery
+ * workers' claims, the sweeper): those reads change no file, yet each marks the store written, so
+ * an idle quickstart made a new copy every five seconds, a thousand links and some thirty folders
+ * fsynced each.
  */
 const root = mkdtempSync(join(tmpdir(), 'tollgate-durable-copies-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
