@@ -10,22 +10,25 @@ function spelled(value: Record<string, unknown>, ws: string, escapeKeys: boolean
     .join(`,${ws}`)}${ws}}${ws}`;
 }
 
+// Text past ASCII too: the scan reads bytes, and a multi-byte character must not move an edit.
+const text = (o: { maxLength?: number; minLength?: number } = {}) => fc.string({ unit: 'grapheme', ...o });
+
 const member = fc.oneof(
-  fc.string(),
+  text(),
   fc.integer(),
   fc.boolean(),
   fc.constant(null),
   fc.array(fc.jsonValue(), { maxLength: 3 }),
-  fc.dictionary(fc.string(), fc.jsonValue(), { maxKeys: 3 }),
+  fc.dictionary(text(), fc.jsonValue(), { maxKeys: 3 }),
 );
 
 describe('rewriteBody', () => {
   it('sets model, stream, include_usage and the cap; every other member keeps its value', () => {
     fc.assert(
       fc.property(
-        fc.dictionary(fc.string({ maxLength: 12 }), member, { maxKeys: 6 }),
-        fc.record({ model: fc.option(fc.string()), stream: fc.option(fc.boolean()), max_tokens: fc.option(fc.nat()) }, { requiredKeys: [] }),
-        fc.string({ minLength: 1, maxLength: 20 }),
+        fc.dictionary(text({ maxLength: 12 }), member, { maxKeys: 6 }),
+        fc.record({ model: fc.option(text()), stream: fc.option(fc.boolean()), max_tokens: fc.option(fc.nat()) }, { requiredKeys: [] }),
+        text({ minLength: 1, maxLength: 20 }),
         fc.constantFrom('', ' ', '\n  ', '\t'),
         fc.boolean(),
         fc.boolean(),
@@ -59,5 +62,12 @@ describe('rewriteBody', () => {
     const raw = Buffer.from('{ "messages" : [ {"content":"caf\\u00e9 \\"q\\" 1e3"} ], "model":"mine",  "temperature": 1.0E0 }');
     const out = rewriteBody(raw, { model: 'théirs', json: JSON.parse(raw.toString()) as Record<string, unknown> });
     expect(out.toString()).toBe('{ "messages" : [ {"content":"caf\\u00e9 \\"q\\" 1e3"} ], "model":"théirs",  "temperature": 1.0E0 }');
+  });
+
+  it('finds the members after keys and values written in characters past ASCII', () => {
+    // "modél" is not "model", and 'ĭ' (U+012D) is 0xC4 0xAD in UTF-8: neither byte may read as a quote or bracket.
+    const raw = Buffer.from('{"modél":"ĭ\\"}]","messages":[{"content":"日本語 🙂 }]\\\\"}],"model":"m","stream":false}');
+    const out = rewriteBody(raw, { model: 'n', forceStream: true, json: JSON.parse(raw.toString()) as Record<string, unknown> });
+    expect(out.toString()).toBe('{"modél":"ĭ\\"}]","messages":[{"content":"日本語 🙂 }]\\\\"}],"model":"n","stream":true}');
   });
 });

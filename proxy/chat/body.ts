@@ -20,29 +20,34 @@ function isWs(c: number | undefined): boolean {
   return c === 32 || c === 10 || c === 13 || c === 9;
 }
 
+// The scan reads the body as a latin1 string, one character per byte: its offsets are the
+// body's byte offsets, and every character it looks for is ASCII, which no byte of a multi-byte
+// UTF-8 character equals. A string's indexOf is V8's own; a Buffer's goes through Node's
+// bindings on each call (a few hundred instructions), and a body is mostly strings to skip.
+
 /** Offset just past the string starting at `i` (a quote). */
-function skipString(buf: Buffer, i: number): number {
+function skipString(s: string, i: number): number {
   let p = i + 1;
   for (;;) {
-    const q = buf.indexOf(QUOTE, p);
+    const q = s.indexOf('"', p);
     if (q === -1) throw new Error('unterminated string');
     let bs = 0;
-    for (let k = q - 1; k > i && buf[k] === BACKSLASH; k--) bs++;
+    for (let k = q - 1; k > i && s.charCodeAt(k) === BACKSLASH; k--) bs++;
     if (bs % 2 === 0) return q + 1;
     p = q + 1;
   }
 }
 
-function skipValue(buf: Buffer, i: number): number {
-  const c = buf[i];
-  if (c === QUOTE) return skipString(buf, i);
+function skipValue(s: string, i: number): number {
+  const c = s.charCodeAt(i);
+  if (c === QUOTE) return skipString(s, i);
   if (c === 123 || c === 91) {
     let depth = 0;
     let p = i;
-    while (p < buf.length) {
-      const d = buf[p]!;
+    while (p < s.length) {
+      const d = s.charCodeAt(p);
       if (d === QUOTE) {
-        p = skipString(buf, p);
+        p = skipString(s, p);
         continue;
       }
       if (d === 123 || d === 91) depth++;
@@ -55,8 +60,8 @@ function skipValue(buf: Buffer, i: number): number {
     throw new Error('unterminated value');
   }
   let p = i;
-  while (p < buf.length) {
-    const d = buf[p]!;
+  while (p < s.length) {
+    const d = s.charCodeAt(p);
     if (d === 44 || d === 125 || d === 93 || isWs(d)) break;
     p++;
   }
@@ -65,40 +70,44 @@ function skipValue(buf: Buffer, i: number): number {
 
 /** The spans of the wanted top-level members (the last one wins, as in JSON.parse). */
 export function scanTopLevel(buf: Buffer, wanted: ReadonlySet<string>): { open: number; members: Map<string, Span> } {
+  const s = buf.toString('latin1');
+  // charCodeAt past the end is NaN, which no test below matches.
   let p = 0;
-  while (isWs(buf[p])) p++;
-  if (buf[p] !== 123) throw new Error('not an object');
+  while (isWs(s.charCodeAt(p))) p++;
+  if (s.charCodeAt(p) !== 123) throw new Error('not an object');
   const open = p;
   p++;
   const members = new Map<string, Span>();
   for (;;) {
-    while (isWs(buf[p])) p++;
-    if (buf[p] === 125) break;
-    if (buf[p] !== QUOTE) throw new Error('expected a key');
+    while (isWs(s.charCodeAt(p))) p++;
+    if (s.charCodeAt(p) === 125) break;
+    if (s.charCodeAt(p) !== QUOTE) throw new Error('expected a key');
     const keyStart = p;
-    const keyEnd = skipString(buf, p);
+    const keyEnd = skipString(s, p);
     let name: string | undefined;
     // Only short keys can be wanted (up to 6 bytes a letter when escaped as \\uXXXX); escapes are
     // decoded via JSON.parse in the rare case they occur, so the key is the one JSON.parse saw.
+    // A key with bytes past ASCII reads differently in latin1 than in UTF-8, but either way it
+    // holds a character past ASCII, so it equals no wanted name, as with the UTF-8 reading.
     if (keyEnd - keyStart <= 200) {
-      const rawKey = buf.toString('utf8', keyStart + 1, keyEnd - 1);
+      const rawKey = s.slice(keyStart + 1, keyEnd - 1);
       if (rawKey.includes('\\')) name = JSON.parse(`"${rawKey}"`) as string;
       else if (rawKey.length <= 32) name = rawKey;
     }
     p = keyEnd;
-    while (isWs(buf[p])) p++;
-    if (buf[p] !== 58) throw new Error('expected a colon');
+    while (isWs(s.charCodeAt(p))) p++;
+    if (s.charCodeAt(p) !== 58) throw new Error('expected a colon');
     p++;
-    while (isWs(buf[p])) p++;
+    while (isWs(s.charCodeAt(p))) p++;
     const valueStart = p;
-    p = skipValue(buf, p);
+    p = skipValue(s, p);
     if (name !== undefined && wanted.has(name)) members.set(name, { keyStart, valueStart, valueEnd: p });
-    while (isWs(buf[p])) p++;
-    if (buf[p] === 44) {
+    while (isWs(s.charCodeAt(p))) p++;
+    if (s.charCodeAt(p) === 44) {
       p++;
       continue;
     }
-    if (buf[p] === 125) break;
+    if (s.charCodeAt(p) === 125) break;
     throw new Error('expected , or }');
   }
   return { open, members };
