@@ -10,10 +10,9 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import { fileURLToPath } from 'node:url';
 import { startChild } from './chat/process.js';
 import { envNumber } from './env.js';
-import { measuredBy, writeSection } from './results.js';
+import { measuredBy, median, publish, runAsCommand } from './results.js';
 
 const SECTION = '## Idle';
 const settleMs = envNumber('BENCH_IDLE_SETTLE_MS', 5000);
@@ -75,10 +74,6 @@ async function measure(t: Target): Promise<Map<string, number>> {
 }
 
 const total = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
 const pct = (x: number) => `${x.toFixed(2)}%`;
 
 async function main(): Promise<void> {
@@ -118,13 +113,7 @@ async function main(): Promise<void> {
     'What an idle gateway still does, and what was taken out: "Idle: what was changed", below (figures there from before this benchmark existed, by the same method).',
     '',
   ].join('\n');
-  process.stdout.write(`${section}\n`);
-  if (!process.argv.includes('--no-write')) writeSection(SECTION, section);
+  publish(SECTION, section);
 }
 
-if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  main().catch((err: unknown) => {
-    process.stderr.write(`${(err as Error).stack ?? String(err)}\n`);
-    process.exit(1);
-  });
-}
+runAsCommand(import.meta.url, main);

@@ -25,17 +25,16 @@
  * They are a yardstick for the work the process's own code does, beside the CPU figures.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { promisify } from 'node:util';
 import { Pool } from 'undici';
 import { BENCH_KEY, chatBody } from './chat/config.js';
 import { compiledServers, imageNode, startChild, writeCalls } from './chat/process.js';
 import { envNumber } from './env.js';
-import { measuredBy, writeSection } from './results.js';
+import { measuredBy, median, publish, runAsCommand } from './results.js';
 
 const run = promisify(execFile);
 const SECTION = '## Instructions per request';
@@ -60,10 +59,11 @@ const TARGETS: Target[] = [
 ];
 
 const GC = 'garbage collection';
+const COMPILERS = 'V8 compilers';
 
 /** Where a function's instructions go, by the symbol callgrind found for it (JIT code has none). */
 const AREAS: [string, RegExp][] = [
-  ['V8 compilers', /v8::internal::(compiler|maglev|baseline|wasm::|Compiler|OptimizingCompile|Parser|Scanner|PreParser|AstNode|Bytecode)|turboshaft|liftoff/i],
+  [COMPILERS, /v8::internal::(compiler|maglev|baseline|wasm::|Compiler|OptimizingCompile|Parser|Scanner|PreParser|AstNode|Bytecode)|turboshaft|liftoff/i],
   [
     GC,
     /v8::internal::(Scaveng|MarkCompact|Heap|Sweeper|Marking|Evacuat|MemoryChunk|MemoryAllocator|ConcurrentMarking|MinorM|IncrementalMarking|PagedSpace|Page::|Remembered|SlotSet|ObjectVisitor)|heap::base|cppgc/,
@@ -191,10 +191,6 @@ async function measure(t: Target, mode: 'json' | 'stream', simUrl: string): Prom
 }
 
 const kilo = (n: number) => `${(n / 1000).toFixed(0)}k`;
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
 
 async function main(): Promise<void> {
   const named = process.argv.slice(2).filter((a) => !a.startsWith('--'));
@@ -211,16 +207,21 @@ async function main(): Promise<void> {
       let floor: number | undefined;
       for (const t of targets) {
         const ws = await measure(t, mode, sim.url);
-        const per = ws.map((w) => w.instructions / perWindow);
+        // V8's optimizing and garbage collection run in lumps (a full collection in one window of
+        // five, compiling long after the warm-up): the first figure leaves them out, so that it
+        // moves with the request's own work only; the whole count is in the next columns.
+        const lumps = (w: Window) => (w.areas.get(COMPILERS) ?? 0) + (w.areas.get(GC) ?? 0);
+        const per = ws.map((w) => (w.instructions - lumps(w)) / perWindow);
         const mid = median(per);
         if (t.name === 'floor') floor = mid;
         const spread = `${kilo(Math.min(...per))}-${kilo(Math.max(...per))}`;
         const times = floor ? `${(mid / floor).toFixed(2)}×` : '—';
+        const whole = kilo(median(ws.map((w) => w.instructions / perWindow)));
+        const lumped = kilo(median(ws.map((w) => lumps(w) / perWindow)));
         const writes = median(ws.map((w) => w.writes / perWindow)).toFixed(2);
         const idle = kilo(median(ws.map((w) => w.idle / perWindow)));
-        const gc = kilo(median(ws.map((w) => (w.areas.get(GC) ?? 0) / perWindow)));
-        rows.push(`| ${t.name} | ${mode} | ${kilo(mid)} | ${spread} | ${times} | ${gc} | ${idle} | ${writes} |`);
-        // The window of the median, so that its parts add up to the figure of the table above.
+        rows.push(`| ${t.name} | ${mode} | ${kilo(mid)} | ${spread} | ${times} | ${whole} | ${lumped} | ${idle} | ${writes} |`);
+        // The window of the median.
         const last = ws[per.indexOf(mid)] ?? ws[ws.length - 1]!;
         const shares = [...last.areas]
           .sort((a, b) => b[1] - a[1])
@@ -239,11 +240,11 @@ async function main(): Promise<void> {
     `${measuredBy('npm run bench:instructions')}.`,
     `Each target compiled, on ${process.env.BENCH_NODE === 'current' ? `Node ${process.version}` : "the image's Node (24)"}, under valgrind's callgrind; ${warmup.toLocaleString('en')} requests uninstrumented first, then ${windows} windows of ${perWindow.toLocaleString('en')} requests counted, ${connections} connection${connections === 1 ? '' : 's'}, the same 2 KB chat request as "Chat overhead". Instructions are user space only, every thread of the process (V8's compiler and GC threads, libuv's pool, PGlite's worker); the kernel's share of a system call is not in them. Under valgrind a request takes 10-50 times as long, so what runs by the clock would weigh that much more per request: the process's rate with no request (${idleSeconds} s after the warm-up: timers, the store's upkeep) is taken out of each window in proportion to its length ("idle taken out"), and V8's memory reducer, which under valgrind takes every allocation rate for an idle one, is off (\`--no-memory-reducer\`).`,
     '',
-    '| target | mode | instructions per request (median window) | windows | × floor | of which garbage collection (median) | idle taken out, per request | write system calls per request |',
-    '|---|---|---:|---:|---:|---:|---:|---:|',
+    "| target | mode | instructions per request, without V8's compilers and GC (median window) | windows | × floor | with them (median) | V8's compilers and GC alone (median) | idle taken out, per request | write system calls per request |",
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|',
     ...rows,
     '',
-    "Where they go, by the symbol of the function that ran them (the median window; JIT code has no symbol and is counted with V8's builtins; the first windows still carry some of V8's optimizing, and a full garbage collection lands in one window of several, which is why the median is the figure):",
+    "V8's compilers and garbage collection are left out of the first figure because they come in lumps: the first windows still carry some of V8's optimizing, and a full collection lands in one window of several. Where the instructions go, by the symbol of the function that ran them (the median window; JIT code has no symbol and is counted with V8's builtins):",
     '',
     '| target | mode | instructions per request by area |',
     '|---|---|---|',
@@ -252,13 +253,7 @@ async function main(): Promise<void> {
     'How to read it: compare a target with the floor of the same run, and a change with the run before it (bench/chat/NOTES.md, "Instructions per request"). These are the instructions the CPU figures of "Chat overhead" pay for, before this machine\'s speed: where a target\'s CPU per request there is a larger multiple of the floor\'s than its instructions are here, the rest is how slowly the same instructions run after each wait (cold caches, a vCPU woken up) and the kernel\'s share of its extra system calls.',
     '',
   ].join('\n');
-  process.stdout.write(`${section}\n`);
-  if (!process.argv.includes('--no-write')) writeSection(SECTION, section);
+  publish(SECTION, section);
 }
 
-if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  main().catch((err: unknown) => {
-    process.stderr.write(`${(err as Error).stack ?? String(err)}\n`);
-    process.exit(1);
-  });
-}
+runAsCommand(import.meta.url, main);

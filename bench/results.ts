@@ -29,3 +29,24 @@ export function measuredBy(command: string): string {
   const cpu = cpus();
   return `Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC by \`${command}\` on ${cpu.length} × ${cpu[0]?.model.trim() ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, Node ${process.version}`;
 }
+
+/** The median of `xs` (the mean of the two middle ones when their number is even). */
+export function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+}
+
+/** A benchmark's section on stdout, and into bench/RESULTS.md unless `--no-write` was given. */
+export function publish(heading: string, section: string): void {
+  process.stdout.write(`${section}\n`);
+  if (!process.argv.includes('--no-write')) writeSection(heading, section);
+}
+
+/** Runs a benchmark's `main` when `url` (its import.meta.url) is the command's entry file; an error ends the process with status 1. */
+export function runAsCommand(url: string, main: () => Promise<void>): void {
+  if (!process.argv[1] || fileURLToPath(url) !== process.argv[1]) return;
+  main().catch((err: unknown) => {
+    process.stderr.write(`${(err as Error).stack ?? String(err)}\n`);
+    process.exit(1);
+  });
+}
