@@ -140,7 +140,10 @@ async function measure(t: Target, mode: 'json' | 'stream', simUrl: string): Prom
   });
   let log = '';
   child.stderr!.on('data', (d: Buffer) => void (log = (log + d.toString()).slice(-4000)));
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  const exited = new Promise<void>((r) => {
+    child.once('exit', () => r());
+    child.once('error', () => r());
+  });
   try {
     const url = await new Promise<string>((resolve, reject) => {
       let buf = '';
@@ -150,6 +153,7 @@ async function measure(t: Target, mode: 'json' | 'stream', simUrl: string): Prom
         if (nl !== -1) resolve((JSON.parse(buf.slice(0, nl)) as { url: string }).url);
       });
       child.once('exit', (code) => reject(new Error(`${t.name} exited with ${code}:\n${log}`)));
+      child.once('error', (err) => reject(new Error(`valgrind (Debian package valgrind) could not be started: ${err.message}`)));
     });
     await send(url, mode, warmup);
     const pid = String(child.pid);
@@ -182,8 +186,11 @@ async function measure(t: Target, mode: 'json' | 'stream', simUrl: string): Prom
     }
     return result;
   } finally {
-    child.kill('SIGKILL');
+    // SIGTERM, so that a PostgreSQL target drops its schema; valgrind may take a while to exit.
+    child.kill('SIGTERM');
+    const killer = setTimeout(() => child.kill('SIGKILL'), 60_000);
     await exited;
+    clearTimeout(killer);
     // BENCH_IR_KEEP=1: the dumps stay, for callgrind_annotate or KCachegrind.
     if (process.env.BENCH_IR_KEEP === '1') process.stderr.write(`${t.name} ${mode}: dumps kept in ${dir}\n`);
     else rmSync(dir, { recursive: true, force: true });
