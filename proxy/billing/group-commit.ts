@@ -21,8 +21,13 @@ interface Queued {
  */
 export class GroupCommit {
   private queue: Queued[] = [];
-  /** Group commits in flight (PostgreSQL: up to two overlap, one waiting on the other's lease lock; PGlite: one). */
-  private readonly writers = new Set<Promise<void>>();
+  /**
+   * The group commit being gathered or written: one at a time on either store. On PostgreSQL a
+   * second one used to overlap it (sending its batch, then waiting for the lease's and the
+   * account's row locks): it split the queue into smaller batches and made each wait for the
+   * other's commit, and served fewer requests (bench/RESULTS.md, "one group commit at a time").
+   */
+  private writer: Promise<void> | undefined;
   /** Ends the linger of commits waiting to gather more (shutdown, or a full batch). */
   private readonly lingering = new Set<() => void>();
   private closing = false;
@@ -39,7 +44,7 @@ export class GroupCommit {
 
   /** Nothing queued and nothing being written. */
   get idle(): boolean {
-    return this.writers.size === 0 && this.queue.length === 0;
+    return this.writer === undefined && this.queue.length === 0;
   }
 
   enqueue(line: string, seg: JournalSegment | undefined): Promise<void> {
@@ -59,25 +64,21 @@ export class GroupCommit {
   async drain(): Promise<void> {
     this.stopping();
     for (const wake of this.lingering) wake();
-    while (this.writers.size || this.queue.length) {
+    while (this.writer || this.queue.length) {
       this.kick();
-      await Promise.all(this.writers);
+      await this.writer;
     }
   }
 
   /**
-   * Whatever queues while a commit is written goes in the next one. A commit starts only after
-   * the event loop has run its pending I/O once (setImmediate): every request whose answer is
-   * already in joins it. Without that pause PGlite, which runs on this thread, would commit
-   * requests one by one while holding the others back. When more requests are in flight than
-   * waiting, it lingers commitLingerMs more: a commit has a fixed cost, so larger batches leave
-   * more CPU for requests under load, and a lone request is not delayed. On PostgreSQL a second commit may start
-   * while one is in flight (it prepares and sends its batch, then waits for the lease lock), so
-   * the database's commit latency is not paid twice in a row.
+   * Whatever queues while a commit is written goes in the next one, so batches grow by themselves
+   * with the load and with the store's commit time. A commit starts only after the event loop
+   * has run its pending I/O once (setImmediate): every request whose answer is already in joins
+   * it. When more requests are in flight than waiting, it lingers commitLingerMs more (0 by
+   * default: fewer, larger commits, each answer that much later). A lone request is not delayed.
    */
   private kick(): void {
-    const max = this.store.kind === 'postgres' ? 2 : 1;
-    if (this.writers.size >= max || this.queue.length === 0) return;
+    if (this.writer || this.queue.length === 0) return;
     // More requests in flight than waiting: some will settle in a moment; let them share the commit.
     // Behind a journal nobody waits for the store, so commits gather for longer.
     let linger = 0;
@@ -99,10 +100,10 @@ export class GroupCommit {
     })
       .then(() => this.commitNext())
       .finally(() => {
-        this.writers.delete(w);
+        this.writer = undefined;
         this.kick();
       });
-    this.writers.add(w);
+    this.writer = w;
   }
 
   private async commitNext(): Promise<void> {

@@ -18,7 +18,11 @@ export interface BillingSettings {
    * meanwhile is seen when it ends.
    */
   refusalMemoryMs: number;
-  /** How long a group commit waits for more settlements while other requests are in flight. */
+  /**
+   * How long a group commit waits for more settlements while other requests are in flight. 0:
+   * it starts once the event loop has run its pending I/O; what settles while it is written
+   * goes in the next one, which already makes batches grow with the load.
+   */
   commitLingerMs: number;
   /**
    * Where a settled request's charge becomes durable before its last byte: a local directory
@@ -38,7 +42,7 @@ export const DEFAULT_BILLING_SETTINGS: BillingSettings = {
   sliceFactor: 8n,
   maxBatch: 500,
   refusalMemoryMs: 250,
-  commitLingerMs: 3,
+  commitLingerMs: 0,
   journalDir: undefined,
   journalFlushMs: 100,
 };

@@ -1,0 +1,75 @@
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Store } from '../../proxy/store/index.js';
+import { apiKey, chatRoute, group } from '../support/resources.js';
+import { disposeStore, storeCases, wrapStore } from '../support/stores.js';
+import { billingStack, books, C, type BillingStack } from './support.js';
+
+/**
+ * Group commits, one at a time on either store: what settles while a commit is written goes in
+ * the next one. A second commit overlapping the first (as on PostgreSQL until 2026-11-28) split
+ * the queue into smaller batches, each waiting for the other's row locks.
+ */
+const KEY = 'sk-service-billing-group-commit';
+const COMMIT_MS = 500;
+
+/** The store, with each group commit held COMMIT_MS before it is written; records every commit's size and how many were in flight. */
+function slowCommits(store: Store): Store & { commits: { size: number; overlapping: number }[] } {
+  let inFlight = 0;
+  const commits: { size: number; overlapping: number }[] = [];
+  const out = wrapStore(store, (q) => ({
+    query: async (sql, params) => {
+      if (!sql.includes('billing_commit')) return q.query(sql, params);
+      inFlight++;
+      commits.push({ size: (JSON.parse(String(params![0])) as unknown[]).length, overlapping: inFlight });
+      try {
+        await new Promise((r) => setTimeout(r, COMMIT_MS));
+        return await q.query(sql, params);
+      } finally {
+        inFlight--;
+      }
+    },
+  }));
+  return Object.assign(out, { commits });
+}
+
+for (const sc of storeCases()) {
+  describe(`group commits on ${sc.name}`, () => {
+    let s: BillingStack;
+    let real: Store;
+    let store: ReturnType<typeof slowCommits>;
+    beforeAll(async () => {
+      real = await sc.open();
+      store = slowCommits(real);
+      s = await billingStack({ shared: store }, (sim) => [chatRoute('m', `${sim}/v1`), group('g', ['m']), apiKey('k', KEY, 'g', { account: 'acct' })]);
+      await s.grant('acct', 100n * C, 'group-commit-grant');
+    });
+    afterAll(async () => {
+      await s?.dispose();
+      if (real) await disposeStore(real);
+    });
+
+    it('writes one commit at a time, and every request that settled while one was written goes in the next', async () => {
+      const client = new OpenAI({ baseURL: `${s.gw.url}/v1`, apiKey: KEY, maxRetries: 0 });
+      const ask = (i: number) => client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: `request ${i}` }] });
+      // One request first, alone: its commit is written at once, and 24 more settle while it is.
+      const first = ask(0);
+      await new Promise((r) => setTimeout(r, COMMIT_MS / 3));
+      const answers = await Promise.all([first, ...Array.from({ length: 24 }, (_, i) => ask(i + 1))]);
+      expect(answers.every((a) => a.choices[0]!.message.content)).toBe(true);
+
+      expect(store.commits.map((c) => c.overlapping)).toEqual(store.commits.map(() => 1));
+      // The lone request's commit, then the 24 in as few commits as their answers arrived in (the
+      // simulator answers at once, so all of them settled during the first commit).
+      expect(store.commits[0]!.size).toBe(1);
+      expect(store.commits.slice(1).map((c) => c.size)).toEqual([24]);
+
+      await s.close();
+      const b = await books(store, 'acct');
+      expect(b.usageRecords).toBe(25);
+      expect(b.balance).toBe(b.grants - b.usageCredits);
+      expect(b.held).toBe(0n);
+      expect(b.violations).toEqual([]);
+    }, 30_000);
+  });
+}
