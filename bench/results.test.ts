@@ -21,6 +21,13 @@ describe('replaceSection', () => {
     expect(replaceSection(doc, '## Billing', '## Billing\n\nfirst\n')).toBe(`${doc}\n## Billing\n\nfirst\n`);
   });
 
+  it('refuses a section holding a second "## " heading, which would split it on the next run', () => {
+    expect(() => replaceSection(DOC, '## Chat overhead', '## Chat overhead\n\nfigures\n\n## Instructions per request\n\nnotes\n')).toThrow(
+      /holds a heading of its own \("## Instructions per request"\)/,
+    );
+    expect(replaceSection(DOC, '## Chat overhead', '## Chat overhead\n\n### Notes\n')).toContain('### Notes');
+  });
+
   it('replaces a section at the very start', () => {
     expect(replaceSection('## Operator\n\nold\n\n## Billing\n\nb\n', '## Operator', '## Operator\n\nnew\n')).toBe('## Operator\n\nnew\n\n## Billing\n\nb\n');
   });

@@ -10,6 +10,10 @@ const RESULTS = fileURLToPath(new URL('./RESULTS.md', import.meta.url));
  * so a run leaves the others' figures as they are.
  */
 export function replaceSection(doc: string, heading: string, section: string): string {
+  // A "## " line inside the section would end it there on the next run, and another benchmark's
+  // run could take the rest for its own (notes copied into a section once did this).
+  const inner = section.split('\n').find((line, i) => i > 0 && line.startsWith('## '));
+  if (inner) throw new Error(`the ${heading} section holds a heading of its own ("${inner}"): use ### inside a section`);
   // Searched in "\n" + doc so a heading on the first line is found too; the index is the heading's in doc.
   const start = `\n${doc}`.indexOf(`\n${heading}\n`);
   if (start === -1) return `${doc.trimEnd()}\n\n${section.trimEnd()}\n`;
