@@ -25,7 +25,7 @@ export class GroupCommit {
    * The group commit being gathered or written: one at a time on either store. On PostgreSQL a
    * second one used to overlap it (sending its batch, then waiting for the lease's and the
    * account's row locks): it split the queue into smaller batches and made each wait for the
-   * other's commit, and served fewer requests (bench/RESULTS.md, "one group commit at a time").
+   * other's commit, and served fewer requests (bench/RESULTS.md, "2026-11-28, later again").
    */
   private writer: Promise<void> | undefined;
   /** Ends the linger of commits waiting to gather more (shutdown, or a full batch). */
@@ -75,7 +75,8 @@ export class GroupCommit {
    * with the load and with the store's commit time. A commit starts only after the event loop
    * has run its pending I/O once (setImmediate): every request whose answer is already in joins
    * it. When more requests are in flight than waiting, it lingers commitLingerMs more (0 by
-   * default: fewer, larger commits, each answer that much later). A lone request is not delayed.
+   * default; a linger makes fewer, larger commits, each answer that much later). A lone request
+   * is not delayed.
    */
   private kick(): void {
     if (this.writer || this.queue.length === 0) return;
