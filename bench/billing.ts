@@ -33,6 +33,7 @@ import { StaticConfigSource } from '../proxy/config/folder-source.js';
 import { defaultFeatures } from '../proxy/front/features.js';
 import { startGateway } from '../proxy/front/gateway.js';
 import { createLogger } from '../kernel/log.js';
+import { readSettings } from '../kernel/settings.js';
 import { openStore } from '../proxy/store/index.js';
 import { startSimulator } from '../simulator/index.js';
 import { envNumber as num } from './env.js';
@@ -92,6 +93,8 @@ async function serve(what: string, simUrl: string | undefined): Promise<void> {
   const none = (): Billing => ({ holdChat: async () => ({ heldMicro: 0n, settle: async () => {} }), close: async () => {} });
   const gw = await startGateway({
     source: new StaticConfigSource(config),
+    // The variants' TOLLGATE_* settings (the journal's directory): the gateway reads no environment itself.
+    settings: readSettings(process.env),
     store,
     port: 0,
     adminPort: 0,
