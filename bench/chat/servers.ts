@@ -93,7 +93,8 @@ async function main(): Promise<void> {
   const gw = await startGateway({
     ...(store ? { store } : {}),
     ...(dataDir ? { dataDir: join(dataDir, 'pg') } : {}),
-    settings: readSettings({ ...tollgateEnv(), ...(dataDir || journalDir ? { TOLLGATE_BILLING_JOURNAL_DIR: journalDir ?? join(dataDir!, 'journal') } : {}) }),
+    // The benchmark's own TOLLGATE_* settings too (e.g. TOLLGATE_BILLING_COMMIT_LINGER_MS), so a run can try one.
+    settings: readSettings({ ...process.env, ...(dataDir || journalDir ? { TOLLGATE_BILLING_JOURNAL_DIR: journalDir ?? join(dataDir!, 'journal') } : {}) }),
     source: new StaticConfigSource(config),
     port: 0,
     adminPort: 0,
@@ -112,11 +113,6 @@ async function main(): Promise<void> {
     if (journalDir) rmSync(journalDir, { recursive: true, force: true });
   });
   process.stdout.write(`${JSON.stringify({ url: gw.url })}\n`);
-}
-
-/** The benchmark's own TOLLGATE_* settings (e.g. TOLLGATE_BILLING_COMMIT_LINGER_MS), so a run can try one. */
-function tollgateEnv(): Record<string, string> {
-  return Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => e[0].startsWith('TOLLGATE_') && e[1] !== undefined));
 }
 
 /**
