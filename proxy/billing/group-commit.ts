@@ -28,8 +28,8 @@ export class GroupCommit {
    * other's commit, and served fewer requests (bench/RESULTS.md, "2026-11-28, later again").
    */
   private writer: Promise<void> | undefined;
-  /** Ends the linger of commits waiting to gather more (shutdown, or a full batch). */
-  private readonly lingering = new Set<() => void>();
+  /** Ends the linger of the commit waiting to gather more (shutdown, or a full batch). */
+  private endLinger: (() => void) | undefined;
   private closing = false;
 
   constructor(
@@ -50,7 +50,7 @@ export class GroupCommit {
   enqueue(line: string, seg: JournalSegment | undefined): Promise<void> {
     return new Promise((resolve, reject) => {
       this.queue.push({ line, seg, resolve, reject });
-      if (this.queue.length >= this.settings.maxBatch) for (const wake of this.lingering) wake();
+      if (this.queue.length >= this.settings.maxBatch) this.endLinger?.();
       this.kick();
     });
   }
@@ -63,7 +63,7 @@ export class GroupCommit {
   /** Writes everything queued now, without lingering (shutdown). */
   async drain(): Promise<void> {
     this.stopping();
-    for (const wake of this.lingering) wake();
+    this.endLinger?.();
     while (this.writer || this.queue.length) {
       this.kick();
       await this.writer;
@@ -93,11 +93,11 @@ export class GroupCommit {
       if (linger === 0) return void setImmediate(r);
       const wake = () => {
         clearTimeout(t);
-        this.lingering.delete(wake);
+        this.endLinger = undefined;
         r();
       };
       const t = setTimeout(wake, linger);
-      this.lingering.add(wake);
+      this.endLinger = wake;
     })
       .then(() => this.commitNext())
       .finally(() => {
