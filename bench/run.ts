@@ -5,7 +5,8 @@
  * it is installed; the gateway with billing on PostgreSQL (when DATABASE_URL is set), as the
  * quickstart ships it (PGlite in a data folder, billing journal) and with billing off. Scenarios: Chat Completions, JSON
  * and SSE, 1 and 50 keep-alive connections. For each: requests/s, p50/p99, time to first byte
- * (1 connection), the target's own CPU and write system calls per request (from /proc) and its RSS. Rewrites the
+ * (1 connection), the target's own CPU and write system calls per request (from /proc) and its RSS,
+ * and a gateway's billing commits (mean time and requests per commit, from its /metrics). Rewrites the
  * "## Chat overhead" section of bench/RESULTS.md.
  *
  * Load: wrk (Debian's `wrk`) at 50 connections when installed (a C load generator leaves the
@@ -47,6 +48,8 @@ interface Target {
   stop(): void;
   /** Whether requests carry the API key (the gateway) or go as they are (floors). */
   gateway: boolean;
+  /** A gateway's admin URL (its /metrics). */
+  admin?: string;
 }
 
 /** One round of one scenario on one target. */
@@ -56,6 +59,30 @@ interface Sample {
   cpuUs: number;
   /** Write system calls per request served. */
   writes: number;
+  /** The gateway's billing commits in the round (none without billing). */
+  commits: Commits | undefined;
+}
+
+/** Billing commits over a window: how many, how long they took in all (seconds), and the requests they carried. */
+interface Commits {
+  count: number;
+  seconds: number;
+  captures: number;
+}
+
+const COMMIT_METRICS = /^tollgate_billing_(commit_seconds_sum|commit_seconds_count|captures_total) (\S+)$/gm;
+
+/** The gateway's commit counters now (undefined: no billing, or no admin port). */
+async function commitCounters(admin: string | undefined): Promise<Commits | undefined> {
+  if (!admin) return undefined;
+  const text = await (await fetch(`${admin}/metrics`)).text();
+  const v = new Map([...text.matchAll(COMMIT_METRICS)].map((m) => [m[1]!, Number(m[2])]));
+  const count = v.get('commit_seconds_count');
+  return count === undefined ? undefined : { count, seconds: v.get('commit_seconds_sum') ?? 0, captures: v.get('captures_total') ?? 0 };
+}
+
+function commitsBetween(a: Commits | undefined, b: Commits | undefined): Commits | undefined {
+  return a && b ? { count: b.count - a.count, seconds: b.seconds - a.seconds, captures: b.captures - a.captures } : undefined;
 }
 
 interface Row {
@@ -139,7 +166,7 @@ async function main(): Promise<void> {
   // The gateway runs compiled, as the image runs it, unless `compiled` is false (through tsx, from the sources).
   const child = async (name: string, title: string, args: string[], env: Record<string, string>, gateway: boolean, compiled = gateway) => {
     const c = await startChild(args, env, compiled);
-    targets.push({ name, title, url: c.url, pid: c.child.pid!, stop: () => c.child.kill('SIGTERM'), gateway });
+    targets.push({ name, title, url: c.url, pid: c.child.pid!, stop: () => c.child.kill('SIGTERM'), gateway, ...(c.admin ? { admin: c.admin } : {}) });
   };
   const rows: Row[] = [];
   const idleRss = new Map<string, number>();
@@ -205,6 +232,8 @@ async function main(): Promise<void> {
             };
             // The warm-up runs first, then the counted window: CPU is read around the whole call
             // and divided by every request served in it (warm-up included, estimated at the same rate).
+            // The commit counters are read outside it (a scrape costs the gateway CPU).
+            const commitsBefore = await commitCounters(t.admin);
             const before = cpuTicks(t.pid);
             const writesBefore = writeCalls(t.pid);
             const t0 = performance.now();
@@ -213,7 +242,8 @@ async function main(): Promise<void> {
             const ticks = cpuTicks(t.pid) - before;
             const served = load.rps * wall;
             const writes = (writeCalls(t.pid) - writesBefore) / served;
-            const sample = { load, cpuUs: (ticks * TICK_US) / served, writes };
+            const commits = commitsBetween(commitsBefore, await commitCounters(t.admin));
+            const sample = { load, cpuUs: (ticks * TICK_US) / served, writes, commits };
             let row = rows.find((r) => r.target === t.name && r.mode === mode && r.connections === connections);
             if (!row) rows.push((row = { target: t.name, mode, connections, samples: [], rssMiB: 0 }));
             row.samples.push(sample);
@@ -245,6 +275,12 @@ const times = (v: number) => `${v.toFixed(2)}×`;
 const fx = (v: number, d = 3) => (Number.isFinite(v) ? v.toFixed(d) : 'n/a');
 const signed = (v: number) => (Number.isFinite(v) ? `${v >= 0 ? '+' : ''}${v.toFixed(3)}` : 'n/a');
 
+/** A figure of the rounds' commits, its median over the rounds ('—' for a target without billing). */
+function commitFigure(r: Row, f: (c: Commits) => number, digits: number): string {
+  const xs = r.samples.map((s) => (s.commits && s.commits.count > 0 ? f(s.commits) : NaN));
+  return xs.some(Number.isFinite) ? fx(median(xs), digits) : '—';
+}
+
 function render(rows: Row[], targets: Target[], idleRss: Map<string, number>, useWrk: boolean): string {
   const lines = [
     SECTION,
@@ -254,8 +290,10 @@ function render(rows: Row[], targets: Target[], idleRss: Map<string, number>, us
     'Request: POST /v1/chat/completions, a 2 KB body, a 12-word answer (SSE: 15 events). CPU is the target process’s own (user + system, /proc) per request served; writes/req its write system calls per request (/proc/PID/io), which unlike CPU hardly move with how busy the machine is.',
     `The floor and every gateway run compiled by tsc on Node ${nodeVersion} (as the image runs the gateway; \`npm start\` runs the same JavaScript, transpiled by esbuild, on the Node it finds), so that the rows differ by what they do, not by runtime (see bench/chat/NOTES.md for PGlite on Node 20).`,
     '',
-    '| target | mode | conns | req/s | % of direct | CPU µs/req | × floor CPU | writes/req | p50 / p99 ms | added p50 ms | added TTFB ms | errors |',
-    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    "Commit ms is a gateway's mean billing commit (one statement, the store's durable point; behind a journal, off the request's path) as its own /metrics time it, and req/commit the requests each carried, in the round's window and warm-up.",
+    '',
+    '| target | mode | conns | req/s | % of direct | CPU µs/req | × floor CPU | writes/req | p50 / p99 ms | added p50 ms | added TTFB ms | commit ms | req/commit | errors |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   for (const r of rows) {
     const direct = rows.find((d) => d.target === 'direct' && d.mode === r.mode && d.connections === r.connections)!;
@@ -276,6 +314,8 @@ function render(rows: Row[], targets: Target[], idleRss: Map<string, number>, us
       `${fx(med(r, (s) => s.load.p50))} / ${fx(med(r, (s) => s.load.p99))}`,
       isDirect ? '—' : signed(addedP50(r, direct)),
       isDirect ? '—' : signed(addedTtfb(r, direct)),
+      commitFigure(r, (c) => (c.seconds * 1000) / c.count, 3),
+      commitFigure(r, (c) => c.captures / c.count, 1),
       String(errors),
     ];
     lines.push(`| ${cells.join(' | ')} |`);

@@ -48,9 +48,10 @@ export function compiledServers(): string {
 
 /**
  * `bench/chat/servers.ts ARGS` in a process of its own, through tsx (from the sources) or
- * compiled on the image's Node (`compiled`: as the image runs); resolves with the URL it prints when listening.
+ * compiled on the image's Node (`compiled`: as the image runs); resolves with the URL it prints
+ * when listening (and a gateway's admin URL, where its /metrics are).
  */
-export async function startChild(args: string[], env: Record<string, string> = {}, compiled = false): Promise<{ child: ChildProcess; url: string }> {
+export async function startChild(args: string[], env: Record<string, string> = {}, compiled = false): Promise<{ child: ChildProcess; url: string; admin?: string }> {
   const entry = compiled ? [compiledServers()] : ['--import', 'tsx', 'bench/chat/servers.ts'];
   const node = compiled ? await imageNode() : process.execPath;
   return new Promise((resolve, reject) => {
@@ -63,7 +64,7 @@ export async function startChild(args: string[], env: Record<string, string> = {
     child.stdout!.on('data', (d: Buffer) => {
       buf += d.toString();
       const nl = buf.indexOf('\n');
-      if (nl !== -1) resolve({ child, url: (JSON.parse(buf.slice(0, nl)) as { url: string }).url });
+      if (nl !== -1) resolve({ child, ...(JSON.parse(buf.slice(0, nl)) as { url: string; admin?: string }) });
     });
     child.once('exit', (code) => reject(new Error(`${args[0]} exited with ${code}`)));
   });

@@ -1,7 +1,8 @@
 /**
  * The processes under test, each in its own Node process so the load generator, the simulator
  * and the gateway do not share an event loop: `tsx bench/chat/servers.ts sim|floor|gateway SIM_URL`.
- * Prints one JSON line `{"url": ...}` on stdout when listening.
+ * Prints one JSON line `{"url": ...}` on stdout when listening (a gateway adds `"admin"`, the
+ * port of its /metrics).
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -112,7 +113,7 @@ async function main(): Promise<void> {
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });
     if (journalDir) rmSync(journalDir, { recursive: true, force: true });
   });
-  process.stdout.write(`${JSON.stringify({ url: gw.url })}\n`);
+  process.stdout.write(`${JSON.stringify({ url: gw.url, admin: gw.adminUrl })}\n`);
 }
 
 /**
