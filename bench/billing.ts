@@ -37,7 +37,7 @@ import { readSettings } from '../kernel/settings.js';
 import { openStore } from '../proxy/store/index.js';
 import { startSimulator } from '../simulator/index.js';
 import { envNumber as num } from './env.js';
-import { measuredBy, writeSection } from './results.js';
+import { measuredBy, publish } from './results.js';
 
 const KEY = 'sk-service-bench-billing';
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -424,7 +424,7 @@ async function main(): Promise<void> {
     }
     await stop(sim);
   }
-  if (!only) writeSection(SECTION, render(rows, await commitAlone(), warmupMs, durationMs, rounds, load1));
+  if (!only) publish(SECTION, render(rows, await commitAlone(), warmupMs, durationMs, rounds, load1));
 }
 
 interface Row {

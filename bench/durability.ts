@@ -21,7 +21,7 @@ import { chatBody } from './chat/config.js';
 import { cpuTicks, TICK_US } from './chat/process.js';
 import { runLoad, type LoadResult } from './chat/load.js';
 import { envNumber as num } from './env.js';
-import { measuredBy, writeSection } from './results.js';
+import { measuredBy, publish } from './results.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const BIN = join(ROOT, 'bin/tollgate.js');
@@ -171,7 +171,7 @@ ${rows.join('\n')}
 
 A durable copy (proxy/store/durable.ts) holds PGlite's queries for the time it takes to list the folder and copy the files that changed since the last copy (in the kernel, copy_file_range; unchanged files are hard-linked), then fsyncs the copy with queries running. Measured alone (in this process, a ${copy.folderMiB} MiB PGlite folder written between copies, median of 7 copies): a copy takes ${copy.copyMs.toFixed(0)} ms from start to durable; a \`SELECT 1\` loop running meanwhile waited at most ${copy.stallMs.toFixed(1)} ms once (the hold), ${copy.typicalMs.toFixed(2)} ms typically. The hold is mostly the copy of what changed under it: the WAL segment being written (16 MiB) and the tables written since the last copy; copying only the WAL's new bytes would shorten it. No request waits for a copy: a charge is durable in the billing journal before the answer's last bytes either way; the copy bounds what the journal must keep and what a machine crash can take back to 5 s of other writes.
 `;
-  writeSection('## Standalone durability', section);
+  publish('## Standalone durability', section);
 }
 
 await main();

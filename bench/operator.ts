@@ -31,7 +31,7 @@ import { compile, type RawResource } from '../api/snapshot/index.js';
 import { Operator } from '../operator/operator.js';
 import { acceptSnapshot, GrpcConfigSource } from '../proxy/config/grpc-source.js';
 import { RuntimeConfig } from '../proxy/config/runtime.js';
-import { writeSection } from './results.js';
+import { publish } from './results.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const SECTION = '## Operator';
@@ -206,4 +206,4 @@ for (const n of keyCounts) {
 }
 lines.push('');
 
-writeSection(SECTION, lines.join('\n'));
+publish(SECTION, lines.join('\n'));

@@ -31,7 +31,7 @@ import { insertTask } from '../proxy/tasks/store.js';
 import { startSimulator } from '../simulator/index.js';
 import { runLoad, type LoadResult } from './chat/load.js';
 import { envNumber } from './env.js';
-import { measuredBy, writeSection } from './results.js';
+import { measuredBy, publish } from './results.js';
 
 const SECTION = '## Task submissions';
 const durationMs = envNumber('BENCH_DURATION_MS', 3000);
@@ -230,7 +230,7 @@ async function main(): Promise<void> {
     await store.query(`DROP SCHEMA "${schema}" CASCADE`).catch(() => {});
     await store.close();
   }
-  writeSection(SECTION, render(storeRows, httpRows));
+  publish(SECTION, render(storeRows, httpRows));
 }
 
 const NOTE = [

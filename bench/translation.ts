@@ -13,7 +13,7 @@ import { BENCH_KEY } from './chat/config.js';
 import { cpuTicks, startChild, TICK_US } from './chat/process.js';
 import { runWrk, wrkAvailable } from './chat/wrk.js';
 import { envNumber } from './env.js';
-import { measuredBy, writeSection } from './results.js';
+import { measuredBy, publish } from './results.js';
 
 const SECTION = '## Translation overhead';
 const quick = process.argv.includes('--quick');
@@ -89,7 +89,7 @@ async function main(): Promise<void> {
     gw.child.kill('SIGTERM');
     sim.child.kill('SIGTERM');
   }
-  writeSection(SECTION, render(rows, useWrk));
+  publish(SECTION, render(rows, useWrk));
 }
 
 const fx = (v: number, d = 1) => (Number.isFinite(v) ? v.toFixed(d) : 'n/a');
