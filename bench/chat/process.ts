@@ -51,7 +51,11 @@ export function compiledServers(): string {
  * compiled on the image's Node (`compiled`: as the image runs); resolves with the URL it prints
  * when listening (and a gateway's admin URL, where its /metrics are).
  */
-export async function startChild(args: string[], env: Record<string, string> = {}, compiled = false): Promise<{ child: ChildProcess; url: string; admin?: string }> {
+export async function startChild(
+  args: string[],
+  env: Record<string, string> = {},
+  compiled = false,
+): Promise<{ child: ChildProcess; url: string; admin?: string }> {
   const entry = compiled ? [compiledServers()] : ['--import', 'tsx', 'bench/chat/servers.ts'];
   const node = compiled ? await imageNode() : process.execPath;
   return new Promise((resolve, reject) => {
