@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick] [-- --no-write]`: the chat overhead benchmark, every figure a ratio to floors
+ * `npm run bench [-- [--quick] [--no-write]]`: the chat overhead benchmark, every figure a ratio to floors
  * measured in the same run. Targets, each its own process: the simulator called directly; the
  * bare Node proxy floor (node:http -> undici Pool, nothing parsed); nginx as a reverse proxy when
  * it is installed; the gateway with billing on PostgreSQL (when DATABASE_URL is set), as the
