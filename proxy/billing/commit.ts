@@ -105,7 +105,10 @@ export function writeCaptures(q: Queryable, items: CaptureItem[]): Promise<{ app
 /** The same for records serialized already, one JSON object each (the engine's journal lines): nothing is serialized twice. */
 export async function writeCommitLines(q: Queryable, lines: readonly string[]): Promise<{ applied: number; lostLeases: Set<string> }> {
   if (lines.length === 0) return { applied: 0, lostLeases: new Set() };
-  const r = await q.query<{ applied: number; lost: string[] | null }>('SELECT applied, lost FROM billing_commit($1::json)', [`[${lines.join(',')}]`]);
+  // Prepared once per connection: parsing and planning this statement was about 0.07 ms of a lone commit.
+  const r = await q.query<{ applied: number; lost: string[] | null }>('SELECT applied, lost FROM billing_commit($1::json)', [`[${lines.join(',')}]`], {
+    prepare: 'billing_commit',
+  });
   const row = r.rows[0];
   return { applied: Number(row?.applied ?? 0), lostLeases: new Set(row?.lost ?? []) };
 }

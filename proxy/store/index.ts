@@ -4,7 +4,7 @@ import { migrate } from './migrate.js';
 import type { PgliteStore } from './pglite.js';
 import type { Store, StoreOptions } from './types.js';
 
-export type { Queryable, QueryResult, Store, StoreOptions } from './types.js';
+export type { Queryable, QueryOptions, QueryResult, Store, StoreOptions } from './types.js';
 export { migrate } from './migrate.js';
 export { DataDirLockedError } from './lock.js';
 

@@ -1,5 +1,13 @@
 import pg from 'pg';
-import type { Queryable, QueryResult, Store } from './types.js';
+import type { Queryable, QueryOptions, QueryResult, Store } from './types.js';
+
+/**
+ * What a pooler in transaction mode answers a named statement with (PgBouncer before 1.21, or
+ * without max_prepared_statements, hands each statement any server connection): prepared on
+ * another one (26000), prepared twice (42P05). And a cached plan whose result type changed under
+ * it (0A000, a migration). In each the statement did not run, so it is run again, unnamed.
+ */
+const NAMED_STATEMENT_FAILURES = new Set(['26000', '42P05', '0A000']);
 
 export class PostgresStore implements Store {
   readonly kind = 'postgres' as const;
@@ -15,9 +23,23 @@ export class PostgresStore implements Store {
     this.pool.on('error', () => {});
   }
 
-  async query<R>(sql: string, params?: unknown[]): Promise<QueryResult<R>> {
-    const r = await this.pool.query(sql, params as unknown[]);
-    return { rows: r.rows as R[], rowCount: r.rowCount ?? 0 };
+  /** Set once a named statement failed as through a pooler: from then on every statement goes unnamed. */
+  private unnamed = false;
+
+  async query<R>(sql: string, params?: unknown[], opts?: QueryOptions): Promise<QueryResult<R>> {
+    const name = this.unnamed ? undefined : opts?.prepare;
+    if (!name) {
+      const r = await this.pool.query(sql, params as unknown[]);
+      return { rows: r.rows as R[], rowCount: r.rowCount ?? 0 };
+    }
+    try {
+      const r = await this.pool.query({ name, text: sql, values: params });
+      return { rows: r.rows as R[], rowCount: r.rowCount ?? 0 };
+    } catch (err) {
+      if (!NAMED_STATEMENT_FAILURES.has((err as { code?: string }).code ?? '')) throw err;
+      this.unnamed = true;
+      return this.query(sql, params);
+    }
   }
 
   async tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {

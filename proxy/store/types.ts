@@ -7,7 +7,16 @@ export interface QueryResult<R> {
 
 /** What both backends share: parameterised SQL. BIGINT comes back as string (pg) or bigint (PGlite): read it with BigInt(). */
 export interface Queryable {
-  query<R = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<QueryResult<R>>;
+  query<R = Record<string, unknown>>(sql: string, params?: unknown[], opts?: QueryOptions): Promise<QueryResult<R>>;
+}
+
+export interface QueryOptions {
+  /**
+   * A name to keep the statement parsed and planned under, for a statement run again and again
+   * with other parameters (the billing commit): PostgreSQL makes it a named prepared statement
+   * on each connection, which saves parsing and planning it each time; PGlite ignores it.
+   */
+  prepare?: string;
 }
 
 export interface Store extends Queryable {

@@ -1,6 +1,8 @@
+import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { disposeStore, storeCases } from '../support/stores.js';
 import { loadMigrations, migrate } from '../../proxy/store/migrate.js';
+import { openStore } from '../../proxy/store/index.js';
 
 for (const c of storeCases({ thread: true })) {
   describe(`store on ${c.name}`, () => {
@@ -37,3 +39,25 @@ for (const c of storeCases({ thread: true })) {
     });
   });
 }
+
+describe.runIf(process.env.DATABASE_URL)('named statements on PostgreSQL', () => {
+  it('parses a statement once per connection, and one a pooler lost runs anyway, unnamed from then on', async () => {
+    const schema = `t_${randomBytes(6).toString('hex')}`;
+    // One connection, so the session the statement was prepared on is the one asked.
+    const store = await openStore({ databaseUrl: process.env.DATABASE_URL!, schema, poolSize: 1 });
+    const prepared = async () => (await store.query<{ name: string }>('SELECT name FROM pg_prepared_statements')).rows.map((r) => r.name);
+    try {
+      expect((await store.query<{ v: number }>('SELECT $1::int + 1 AS v', [1], { prepare: 'plus_one' })).rows).toEqual([{ v: 2 }]);
+      expect((await store.query<{ v: number }>('SELECT $1::int + 1 AS v', [2], { prepare: 'plus_one' })).rows).toEqual([{ v: 3 }]);
+      expect(await prepared()).toEqual(['plus_one']);
+      // What a pooler in transaction mode does: the next statement lands on a session without it.
+      await store.query('DEALLOCATE plus_one');
+      expect((await store.query<{ v: number }>('SELECT $1::int + 1 AS v', [3], { prepare: 'plus_one' })).rows).toEqual([{ v: 4 }]);
+      expect((await store.query<{ v: number }>('SELECT $1::int + 1 AS v', [4], { prepare: 'plus_one' })).rows).toEqual([{ v: 5 }]);
+      expect(await prepared()).toEqual([]);
+    } finally {
+      await store.query(`DROP SCHEMA "${schema}" CASCADE`);
+      await store.close();
+    }
+  });
+});

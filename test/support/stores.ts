@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { migrate, openStore, type Queryable, type Store } from '../../proxy/store/index.js';
+import { migrate, openStore, type Queryable, type QueryOptions, type Store } from '../../proxy/store/index.js';
 import { PgliteStore } from '../../proxy/store/pglite.js';
 
 export interface StoreCase {
@@ -96,7 +96,7 @@ export async function openPglite(): Promise<Store> {
 export function wrapStore(store: Store, wrap: (q: Queryable) => Queryable): Store {
   return {
     kind: store.kind,
-    query: <R>(sql: string, params?: unknown[]) => wrap(store).query<R>(sql, params),
+    query: <R>(sql: string, params?: unknown[], opts?: QueryOptions) => wrap(store).query<R>(sql, params, opts),
     tx: <T>(fn: (q: Queryable) => Promise<T>) => store.tx((q) => fn(wrap(q))),
     close: () => store.close(),
   };
