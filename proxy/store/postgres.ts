@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import pg from 'pg';
 import type { Queryable, QueryOptions, QueryResult, Store } from './types.js';
 
@@ -12,6 +13,13 @@ const NAMED_STATEMENT_FAILURES = new Set(['26000', '42P05', '0A000']);
 export class PostgresStore implements Store {
   readonly kind = 'postgres' as const;
   readonly pool: pg.Pool;
+  /** Set once a named statement failed as through a pooler: from then on every statement goes unnamed. */
+  private unnamed = false;
+  /**
+   * Each statement's name: the caller's, and a hash of the text, so that two versions of a
+   * statement (replicas of two releases behind one pooler) never share a name.
+   */
+  private readonly names = new Map<string, string>();
 
   constructor(url: string, opts: { schema?: string; poolSize?: number } = {}) {
     this.pool = new pg.Pool({
@@ -23,11 +31,8 @@ export class PostgresStore implements Store {
     this.pool.on('error', () => {});
   }
 
-  /** Set once a named statement failed as through a pooler: from then on every statement goes unnamed. */
-  private unnamed = false;
-
   async query<R>(sql: string, params?: unknown[], opts?: QueryOptions): Promise<QueryResult<R>> {
-    const name = this.unnamed ? undefined : opts?.prepare;
+    const name = this.unnamed || !opts?.prepare ? undefined : this.nameOf(opts.prepare, sql);
     if (!name) {
       const r = await this.pool.query(sql, params as unknown[]);
       return { rows: r.rows as R[], rowCount: r.rowCount ?? 0 };
@@ -40,6 +45,12 @@ export class PostgresStore implements Store {
       this.unnamed = true;
       return this.query(sql, params);
     }
+  }
+
+  private nameOf(prepare: string, sql: string): string {
+    let name = this.names.get(sql);
+    if (name === undefined) this.names.set(sql, (name = `${prepare}_${createHash('sha256').update(sql).digest('hex').slice(0, 12)}`));
+    return name;
   }
 
   async tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
