@@ -6,7 +6,8 @@ import type { Queryable, QueryOptions, QueryResult, Store } from './types.js';
  * What a pooler in transaction mode answers a named statement with (PgBouncer before 1.21, or
  * without max_prepared_statements, hands each statement any server connection): prepared on
  * another one (26000), prepared twice (42P05). And a cached plan whose result type changed under
- * it (0A000, a migration). In each the statement did not run, so it is run again, unnamed.
+ * it (0A000, a migration). In each the statement did not run (a statement that failed running
+ * left nothing either), so it is run again, unnamed.
  */
 const NAMED_STATEMENT_FAILURES = new Set(['26000', '42P05', '0A000']);
 
