@@ -34,15 +34,11 @@ export class PostgresStore implements Store {
 
   async query<R>(sql: string, params?: unknown[], opts?: QueryOptions): Promise<QueryResult<R>> {
     const name = this.unnamed || !opts?.prepare ? undefined : this.nameOf(opts.prepare, sql);
-    if (!name) {
-      const r = await this.pool.query(sql, params as unknown[]);
-      return { rows: r.rows as R[], rowCount: r.rowCount ?? 0 };
-    }
     try {
-      const r = await this.pool.query({ name, text: sql, values: params });
+      const r = await this.pool.query(name ? { name, text: sql, values: params } : { text: sql, values: params });
       return { rows: r.rows as R[], rowCount: r.rowCount ?? 0 };
     } catch (err) {
-      if (!NAMED_STATEMENT_FAILURES.has((err as { code?: string }).code ?? '')) throw err;
+      if (!name || !NAMED_STATEMENT_FAILURES.has((err as { code?: string }).code ?? '')) throw err;
       this.unnamed = true;
       return this.query(sql, params);
     }
