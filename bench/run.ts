@@ -2,7 +2,8 @@
  * `npm run bench [-- [--quick] [--no-write]]`: the chat overhead benchmark, every figure a ratio to floors
  * measured in the same run. Targets, each its own process: the simulator called directly; the
  * bare Node proxy floor (node:http -> undici Pool, nothing parsed); nginx as a reverse proxy when
- * it is installed; the gateway with billing on PostgreSQL (when DATABASE_URL is set), as the
+ * it is installed; the gateway with billing on PostgreSQL (when DATABASE_URL is set; also with the
+ * journal table and with the billing journal), as the
  * quickstart ships it (PGlite in a data folder, billing journal) and with billing off. Scenarios: Chat Completions, JSON
  * and SSE, 1 and 50 keep-alive connections. For each: requests/s, p50/p99, time to first byte
  * (1 connection), the target's own CPU and write system calls per request (from /proc) and its RSS,
@@ -14,7 +15,7 @@
  * first byte). Settings (environment): BENCH_ROUNDS (default 3; --quick 1: each scenario runs
  * that many times, the targets taking turns), BENCH_DURATION_MS (per round, default 3000),
  * BENCH_WARMUP_MS (before the first round, default 1000), BENCH_CONNECTIONS (default "1,50"),
- * BENCH_TARGETS (default "floor,nginx,postgres,postgres-journal,pglite,no-billing"; also
+ * BENCH_TARGETS (default "floor,nginx,postgres,postgres-table,postgres-journal,pglite,no-billing"; also
  * "pglite-inline": PGlite on the request thread instead of its worker thread).
  */
 import { execFileSync, spawn } from 'node:child_process';
@@ -38,7 +39,7 @@ const durationMs = envNumber('BENCH_DURATION_MS', 3000);
 const warmupMs = envNumber('BENCH_WARMUP_MS', 1000);
 const rounds = envNumber('BENCH_ROUNDS', quick ? 1 : 3);
 const connectionsList = (process.env.BENCH_CONNECTIONS ?? '1,50').split(',').map(Number);
-const wantedTargets = (process.env.BENCH_TARGETS ?? 'floor,nginx,postgres,postgres-journal,pglite,no-billing').split(',');
+const wantedTargets = (process.env.BENCH_TARGETS ?? 'floor,nginx,postgres,postgres-table,postgres-journal,pglite,no-billing').split(',');
 
 interface Target {
   name: string;
@@ -190,6 +191,15 @@ async function main(): Promise<void> {
         'as postgres, charges durable in the billing journal (BENCH_JOURNAL=1), PostgreSQL written behind it',
         ['gateway', sim.url],
         { BENCH_DATABASE_URL: process.env.DATABASE_URL, BENCH_JOURNAL: '1' },
+        true,
+      );
+    // PostgreSQL with the journal table as a charge's durable point (TOLLGATE_BILLING_JOURNAL_TABLE).
+    if (wantedTargets.includes('postgres-table') && process.env.DATABASE_URL)
+      await child(
+        'postgres-table',
+        'as postgres, charges durable in the billing journal table (TOLLGATE_BILLING_JOURNAL_TABLE), billing_commit() behind it',
+        ['gateway', sim.url],
+        { BENCH_DATABASE_URL: process.env.DATABASE_URL, TOLLGATE_BILLING_JOURNAL_TABLE: 'true' },
         true,
       );
     if (wantedTargets.includes('pglite'))
@@ -354,7 +364,7 @@ function render(rows: Row[], targets: Target[], idleRss: Map<string, number>, us
     if (ttfb) parts.push(ttfb);
     return parts.length ? [`- **${name}**: ${parts.join('; ')}`] : [];
   };
-  lines.push(...['postgres', 'postgres-journal', 'pglite', 'no-billing'].flatMap(goal), '');
+  lines.push(...['postgres', 'postgres-table', 'postgres-journal', 'pglite', 'no-billing'].flatMap(goal), '');
   if (existsSync(NOTES)) lines.push(readFileSync(NOTES, 'utf8').trim(), '');
   return lines.join('\n');
 }

@@ -14,6 +14,8 @@ describe('readSettings', () => {
     expect(readSettings({}).billing).toEqual({});
     expect(readSettings({ TOLLGATE_BILLING_JOURNAL_DIR: '' }).billing.journalDir).toBeUndefined();
     expect(readSettings({ TOLLGATE_BILLING_JOURNAL_DIR: '/var/lib/tollgate/journal' }).billing.journalDir).toBe('/var/lib/tollgate/journal');
+    expect(readSettings({ TOLLGATE_BILLING_JOURNAL_TABLE: 'true' }).billing.journalTable).toBe(true);
+    expect(readSettings({ TOLLGATE_BILLING_JOURNAL_TABLE: 'false' }).billing.journalTable).toBe(false);
   });
 
   it('reads task settings, the webhook schedule and S3', () => {

@@ -80,6 +80,12 @@ const flag = z
   .optional()
   .transform((v) => v === 'true' || v === '1');
 
+/** A flag that, unset, leaves the default (or a later layer) alone. */
+const optionalFlag = z
+  .string()
+  .optional()
+  .transform((v) => (present(v) === undefined ? undefined : v === 'true' || v === '1'));
+
 const EnvSchema = z.object({
   TOLLGATE_LOG_LEVEL: z
     .string()
@@ -98,6 +104,7 @@ const EnvSchema = z.object({
   TOLLGATE_BILLING_SWEEP_SECONDS: seconds('TOLLGATE_BILLING_SWEEP_SECONDS'),
   TOLLGATE_BILLING_COMMIT_LINGER_MS: millis('TOLLGATE_BILLING_COMMIT_LINGER_MS'),
   TOLLGATE_BILLING_JOURNAL_DIR: text,
+  TOLLGATE_BILLING_JOURNAL_TABLE: optionalFlag,
   TOLLGATE_BILLING_JOURNAL_FLUSH_MS: millis('TOLLGATE_BILLING_JOURNAL_FLUSH_MS'),
   TOLLGATE_DATA_SNAPSHOT_SECONDS: seconds('TOLLGATE_DATA_SNAPSHOT_SECONDS', 'never'),
 
@@ -155,6 +162,7 @@ function fromEnv(e: z.infer<typeof EnvSchema>, env: Env) {
       sweepIntervalMs: e.TOLLGATE_BILLING_SWEEP_SECONDS,
       commitLingerMs: e.TOLLGATE_BILLING_COMMIT_LINGER_MS,
       journalDir: e.TOLLGATE_BILLING_JOURNAL_DIR,
+      journalTable: e.TOLLGATE_BILLING_JOURNAL_TABLE,
       journalFlushMs: e.TOLLGATE_BILLING_JOURNAL_FLUSH_MS,
     }),
     /** PGlite on a data folder: how often a durable copy of it is made while it is written (proxy/store/durable.ts). */

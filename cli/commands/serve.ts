@@ -102,7 +102,7 @@ export const command: Command = {
     // PGlite on a data folder never reaches stable storage by itself (it does not fsync): the
     // billing journal, O_DSYNC, is the durable point of charges there unless another one is set.
     const journaled =
-      dataDir && !databaseUrl && !settings.billing.journalDir
+      dataDir && !databaseUrl && !settings.billing.journalDir && !settings.billing.journalTable
         ? { ...credentials, billing: { ...settings.billing, journalDir: `${dataDir}/journal` } }
         : credentials;
     const adminToken = values['admin-token'] ?? settings.adminToken ?? (quickstart ? QUICKSTART_ADMIN_TOKEN : undefined);

@@ -8,7 +8,7 @@ import type { Logger } from '../../kernel/log.js';
 import type { Store } from '../store/index.js';
 import { commitRecord } from './commit.js';
 import { GroupCommit } from './group-commit.js';
-import { BillingJournal, LOCK_STALE_MS, type JournalSegment } from './journal.js';
+import { BillingJournal, LOCK_STALE_MS, type ChargeJournal, type JournalSegment } from './journal.js';
 import { Leases, type AccountLease } from './leases.js';
 import { InsufficientCreditsError, SpendLimitError } from './ledger.js';
 import { big } from './money.js';
@@ -18,6 +18,7 @@ import { billingSettings, type BillingSettings } from './settings.js';
 import { sweepExpiredHolds } from './sweeper.js';
 import { foldUsageRollups } from './usage.js';
 import { SpendLimits, type KeySpend } from './spend-limits.js';
+import { foldJournalTable, TableJournal } from './table-journal.js';
 import type { Billing, ChatCharge, ChatQuote, ChatSettlement } from './types.js';
 
 /**
@@ -48,7 +49,9 @@ export class BillingEngine implements Billing {
   private inflight = 0;
 
   private readonly metrics: BillingMetrics | undefined;
-  private readonly journal: BillingJournal | undefined;
+  private readonly journal: ChargeJournal | undefined;
+  /** The journal when it is a local directory (it has a lock to touch and segments to replay). */
+  private readonly local: BillingJournal | undefined;
   /** Replay of what a previous process left in the journal, then the first sweep. */
   private readonly started: Promise<void>;
 
@@ -101,10 +104,16 @@ export class BillingEngine implements Billing {
       'usage rollup fold',
     );
     // Opened here, synchronously, so a directory another live process holds stops the start.
-    this.journal = settings.journalDir ? new BillingJournal(settings.journalDir, undefined, store.durable) : undefined;
+    if (settings.journalDir && settings.journalTable) throw new Error('the billing journal is either a directory or a table, not both');
+    this.local = settings.journalDir ? new BillingJournal(settings.journalDir, undefined, store.durable) : undefined;
+    const table = settings.journalTable ? new TableJournal(store) : undefined;
+    if (table)
+      table.onError = (err) =>
+        this.log.warn('billing journal table: rows the store has could not be deleted; the sweeper folds them again', { error: err.message });
+    this.journal = this.local ?? table;
     this.commits = new GroupCommit(store, log, settings, this.journal, this.metrics, () => this.inflight);
-    if (this.journal) {
-      const j = this.journal;
+    if (this.local) {
+      const j = this.local;
       j.onError = (op, segment, err) =>
         this.log.warn(`billing journal could not ${op} a segment the store has; the next start replays it`, { segment, error: err.message });
       every(LOCK_STALE_MS / 6, () => j.touch(), 'journal lock touch');
@@ -112,7 +121,7 @@ export class BillingEngine implements Billing {
     // At start too: a restart on the same database resolves what the previous process left,
     // after the charges it left in the journal are in (its leases may still take them).
     this.started = this.replayJournal()
-      .then(() => this.sweep())
+      .then(() => this.sweep(true))
       .then(
         () => {},
         (err: Error) => this.log.error('billing start-up recovery failed', { error: err.message }),
@@ -249,7 +258,7 @@ export class BillingEngine implements Billing {
 
   /** Charges a previous process left in the journal go to the store before this one sweeps. */
   private async replayJournal(): Promise<void> {
-    const j = this.journal;
+    const j = this.local;
     if (!j || j.leftover.length === 0) return;
     const n = await j.replayLeftover((records) => this.commits.write(records, true));
     this.log.info('billing journal replayed', { segments: j.leftover.length, requests: n });
@@ -272,8 +281,20 @@ export class BillingEngine implements Billing {
     })());
   }
 
-  /** Runs the sweeper once now (at start and from the timer; tests call it directly). */
-  async sweep(): Promise<number> {
+  /**
+   * Runs the sweeper once now (at start and from the timer; tests call it directly). Rows of the
+   * journal table older than half a lease are folded first (always at start, so that rows left
+   * by a replica that ran with the table journal are folded even if this one does not use it).
+   * A live replica folds its own within journalFlushMs. A dead one's lease, renewed every third
+   * of a lease, expires at least two thirds of a lease after its last row, so its rows are folded
+   * no later than the sweep that releases it (and a capture whose lease is gone is charged to the
+   * balance alone: the books agree either way).
+   */
+  async sweep(journalTable = this.journal instanceof TableJournal): Promise<number> {
+    if (journalTable) {
+      const folded = await foldJournalTable(this.store, this.settings.leaseMs / 2);
+      if (folded > 0) this.log.info('billing journal table: folded charges a replica left', { requests: folded });
+    }
     const n = await sweepExpiredHolds(this.store);
     if (n > 0) {
       this.metrics?.swept.inc(n);

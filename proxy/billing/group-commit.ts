@@ -1,7 +1,7 @@
 import type { Logger } from '../../kernel/log.js';
 import type { Store } from '../store/index.js';
 import { writeCommitLines } from './commit.js';
-import type { BillingJournal, JournalSegment } from './journal.js';
+import type { ChargeJournal, JournalSegment } from './journal.js';
 import type { BillingMetrics } from './metrics.js';
 import type { BillingSettings } from './settings.js';
 
@@ -36,7 +36,7 @@ export class GroupCommit {
     private readonly store: Store,
     private readonly log: Logger,
     private readonly settings: BillingSettings,
-    private readonly journal: BillingJournal | undefined,
+    private readonly journal: ChargeJournal | undefined,
     private readonly metrics: BillingMetrics | undefined,
     /** Chat requests holding credits (admitted, not yet settled): a commit lingers while more are coming. */
     private readonly inflight: () => number,

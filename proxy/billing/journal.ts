@@ -33,9 +33,23 @@ import { dirname, join } from 'node:path';
  * directory.
  */
 
-/** A segment file; the engine reports back how many of its lines the store has taken. */
+/** A segment file (a row of the journal table); the engine reports back how many of its lines the store has taken. */
 export interface JournalSegment {
   readonly name: string;
+}
+
+/**
+ * Where a settled request's charge becomes durable before its answer's last bytes, with the
+ * store written behind it: a local directory (BillingJournal) or a table in PostgreSQL
+ * (TableJournal, table-journal.ts).
+ */
+export interface ChargeJournal {
+  /** Resolves once the record is durable. `alone`: no other request is in flight, so nothing is worth waiting for. */
+  append(record: string, alone?: boolean): Promise<JournalSegment>;
+  /** The store has taken `n` more lines of `seg`. */
+  committed(seg: JournalSegment, n: number): void;
+  /** After every append settled; what the store has all of is deleted. */
+  close(): Promise<void>;
 }
 
 interface Segment extends JournalSegment {
@@ -72,7 +86,7 @@ const SUFFIX = '.jsonl';
  */
 const GROWTH = Buffer.alloc(256 << 10);
 
-export class BillingJournal {
+export class BillingJournal implements ChargeJournal {
   /** Where appends go; undefined after a failed write until a new segment can be opened. */
   private current: Segment | undefined;
   private pending: Waiter[] = [];

@@ -30,6 +30,11 @@ export interface BillingSettings {
    * written behind it, or undefined to commit to the store on the request's path.
    */
   journalDir: string | undefined;
+  /**
+   * The journal as a table in PostgreSQL instead (see table-journal.ts): durable as long as the
+   * database, at about a quarter of a commit's cost on the request's path.
+   */
+  journalTable: boolean;
   /** With a journal: how long the store write waits to gather settled requests into one commit. */
   journalFlushMs: number;
 }
@@ -44,6 +49,7 @@ export const DEFAULT_BILLING_SETTINGS: BillingSettings = {
   refusalMemoryMs: 250,
   commitLingerMs: 0,
   journalDir: undefined,
+  journalTable: false,
   journalFlushMs: 100,
 };
 

@@ -21,7 +21,8 @@ import { books, C, until } from './support.js';
  * out, and the store is written behind. There the store write waits ten minutes, so every charge
  * of the finished requests is only in the journal when the gateway is killed. The restarted
  * gateway replays the journal: every finished request is charged exactly once, the dead lease
- * is released, and the books add up.
+ * is released, and the books add up. The same holds for the journal table on PostgreSQL, whose
+ * rows the restarted gateway's sweeper folds.
  */
 const KEY = 'sk-service-billing-crash';
 const ADMIN = 'crash-admin';
@@ -137,74 +138,100 @@ for (const { name, make } of serveTargets('tollgate-billing-crash-')) {
     }, 120_000);
   });
 
-  describe(`a gateway with a billing journal killed on ${name}`, () => {
-    const ctx = fundedTarget(make);
-    let journal: string;
-    beforeAll(async () => {
-      journal = await mkdtemp(join(tmpdir(), 'tollgate-billing-journal-dir-'));
-    });
-    afterAll(async () => {
-      if (journal) await rm(journal, { recursive: true, force: true });
+  /** Where the killed gateway's charges wait: a directory's segment files, or the journal table's rows (PostgreSQL only). */
+  const journals: { what: string; env: (dir: string) => Record<string, string>; left: (t: ServeTarget, dir: string) => Promise<number>; killed: number }[] = [
+    {
+      what: 'a billing journal',
+      env: (dir) => ({ TOLLGATE_BILLING_JOURNAL_DIR: dir }),
+      left: async (_t, dir) => (await readdir(dir)).filter((f) => f.endsWith('.jsonl')).length,
+      killed: 1,
+    },
+  ];
+  if (name === 'postgres')
+    journals.push({
+      what: 'the billing journal table',
+      env: () => ({ TOLLGATE_BILLING_JOURNAL_TABLE: 'true' }),
+      left: async (t) => {
+        const s = await t.open();
+        try {
+          return Number((await s.query<{ n: unknown }>('SELECT COUNT(*) AS n FROM billing_journal')).rows[0]!.n);
+        } finally {
+          await s.close();
+        }
+      },
+      // One row a request: each came alone, so it was written at once.
+      killed: 20,
     });
 
-    const serveJournaled = () =>
-      serveChild(ctx.t, configDir, {
-        args: ['--admin-token', ADMIN],
-        env: {
-          TOLLGATE_BILLING_JOURNAL_DIR: journal,
-          TOLLGATE_BILLING_JOURNAL_FLUSH_MS: '600000',
-          TOLLGATE_BILLING_LEASE_SECONDS: '1.5',
-          TOLLGATE_BILLING_SWEEP_SECONDS: '0.3',
-        },
+  for (const j of journals)
+    describe(`a gateway with ${j.what} killed on ${name}`, () => {
+      const ctx = fundedTarget(make);
+      let journal: string;
+      beforeAll(async () => {
+        journal = await mkdtemp(join(tmpdir(), 'tollgate-billing-journal-dir-'));
+      });
+      afterAll(async () => {
+        if (journal) await rm(journal, { recursive: true, force: true });
       });
 
-    it('charges every finished request exactly once after a restart replays the journal', async () => {
-      const first = await serveJournaled();
-      ctx.children.push(first.child);
-      const client = new OpenAI({ baseURL: `${first.url}/v1`, apiKey: KEY, maxRetries: 0 });
-      let expected = 0n;
-      for (let i = 0; i < 20; i++) {
-        if (i % 2) {
-          const r = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: `[sim:tokens=${i + 1}] ask ${i}` }] });
-          expected += BigInt(r.usage!.prompt_tokens) * 1n + BigInt(r.usage!.completion_tokens) * 2n;
-        } else {
-          const s = await client.chat.completions.create({
-            model: 'm',
-            stream: true,
-            stream_options: { include_usage: true },
-            messages: [{ role: 'user', content: `[sim:tokens=${i + 1}] ask ${i}` }],
-          });
-          for await (const chunk of s) if (chunk.usage) expected += BigInt(chunk.usage.prompt_tokens) * 1n + BigInt(chunk.usage.completion_tokens) * 2n;
+      const serveJournaled = () =>
+        serveChild(ctx.t, configDir, {
+          args: ['--admin-token', ADMIN],
+          env: {
+            ...j.env(journal),
+            TOLLGATE_BILLING_JOURNAL_FLUSH_MS: '600000',
+            TOLLGATE_BILLING_LEASE_SECONDS: '1.5',
+            TOLLGATE_BILLING_SWEEP_SECONDS: '0.3',
+          },
+        });
+
+      it('charges every finished request exactly once after a restart takes what the journal holds', async () => {
+        const first = await serveJournaled();
+        ctx.children.push(first.child);
+        const client = new OpenAI({ baseURL: `${first.url}/v1`, apiKey: KEY, maxRetries: 0 });
+        let expected = 0n;
+        for (let i = 0; i < 20; i++) {
+          if (i % 2) {
+            const r = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: `[sim:tokens=${i + 1}] ask ${i}` }] });
+            expected += BigInt(r.usage!.prompt_tokens) * 1n + BigInt(r.usage!.completion_tokens) * 2n;
+          } else {
+            const s = await client.chat.completions.create({
+              model: 'm',
+              stream: true,
+              stream_options: { include_usage: true },
+              messages: [{ role: 'user', content: `[sim:tokens=${i + 1}] ask ${i}` }],
+            });
+            for await (const chunk of s) if (chunk.usage) expected += BigInt(chunk.usage.prompt_tokens) * 1n + BigInt(chunk.usage.completion_tokens) * 2n;
+          }
         }
-      }
-      first.child.kill('SIGKILL');
-      await first.exited;
+        first.child.kill('SIGKILL');
+        await first.exited;
 
-      // Nothing reached the store: the charges of all 20 answers are in the journal alone.
-      let s = await ctx.t.open();
-      try {
-        expect((await books(s, 'acct')).usageRecords).toBe(0);
-      } finally {
-        await s.close();
-      }
-      expect((await readdir(journal)).filter((f) => f.endsWith('.jsonl'))).toHaveLength(1);
+        // Nothing reached the store's books: the charges of all 20 answers are in the journal alone.
+        let s = await ctx.t.open();
+        try {
+          expect((await books(s, 'acct')).usageRecords).toBe(0);
+        } finally {
+          await s.close();
+        }
+        expect(await j.left(ctx.t, journal)).toBe(j.killed);
 
-      await restartUntilReleased(ctx, serveJournaled);
-      expect(await readdir(journal)).toEqual([]);
+        await restartUntilReleased(ctx, serveJournaled);
+        expect(await j.left(ctx.t, journal)).toBe(0);
 
-      s = await ctx.t.open();
-      try {
-        const b = await books(s, 'acct');
-        expect(b.usageRecords).toBe(20);
-        // Prices are per million tokens: the usage above, in micro-credits.
-        expect(b.usageCredits).toBe(expected);
-        expect(b.held).toBe(0n);
-        expect(b.openHolds).toBe(0);
-        expect(b.balance).toBe(b.grants - b.usageCredits);
-        expect(b.violations).toEqual([]);
-      } finally {
-        await s.close();
-      }
-    }, 120_000);
-  });
+        s = await ctx.t.open();
+        try {
+          const b = await books(s, 'acct');
+          expect(b.usageRecords).toBe(20);
+          // Prices are per million tokens: the usage above, in micro-credits.
+          expect(b.usageCredits).toBe(expected);
+          expect(b.held).toBe(0n);
+          expect(b.openHolds).toBe(0);
+          expect(b.balance).toBe(b.grants - b.usageCredits);
+          expect(b.violations).toEqual([]);
+        } finally {
+          await s.close();
+        }
+      }, 120_000);
+    });
 }

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { BillingSettings } from '../../proxy/billing/settings.js';
 import type { Queryable, Store } from '../../proxy/store/index.js';
 import { apiKey, chatRoute, group } from '../support/resources.js';
 import { disposeStore, storeCases, wrapStore } from '../support/stores.js';
@@ -12,7 +13,8 @@ import { billingStack, books, C, until, type BillingStack } from './support.js';
  * "Charged, or not answered": when the group commit cannot be written, the client does not get
  * its answer (a 500 instead of the completion), nothing is charged, and once the store is back
  * the next request is served and charged as usual. With a billing journal the charge is durable
- * before the store write, so the answer goes out and the store takes the charge when it is back.
+ * before the store write, so the answer goes out and the store takes the charge when it is back;
+ * so with the journal table on PostgreSQL, where only billing_commit() fails.
  */
 const KEY = 'sk-service-billing-store-failure';
 
@@ -69,80 +71,92 @@ for (const sc of storeCases()) {
     }, 30_000);
   });
 
-  describe(`a store outage with a billing journal on ${sc.name}`, () => {
-    let s: BillingStack;
-    let real: Store;
-    let store: Store & { failing: boolean; down: boolean };
-    let dir: string;
-    beforeAll(async () => {
-      real = await sc.open();
-      store = flaky(real);
-      dir = await mkdtemp(join(tmpdir(), 'tollgate-outage-journal-'));
-      s = await billingStack({ shared: store }, (sim) => [chatRoute('m', `${sim}/v1`), group('g', ['m']), apiKey('k', KEY, 'g', { account: 'acct' })], {
-        journalDir: dir,
-        journalFlushMs: 5,
-        // Renewed every 300 ms; after 600 ms without a renewal the lease admits nothing.
-        leaseMs: 900,
-      });
-      await s.grant('acct', 10n * C, 'outage-grant');
-    });
-    afterAll(async () => {
-      await s?.dispose();
-      if (real) await disposeStore(real);
-      if (dir) await rm(dir, { recursive: true, force: true });
+  /** Where charges wait for the store: a directory's segment files (and its LOCK until shutdown), or the journal table's rows (PostgreSQL only). */
+  const journals: { what: string; settings: (dir: string) => Partial<BillingSettings>; left: (store: Queryable, dir: string) => Promise<number> }[] = [
+    { what: 'a billing journal', settings: (dir) => ({ journalDir: dir }), left: async (_store, dir) => (await readdir(dir)).length },
+  ];
+  if (sc.name === 'postgres')
+    journals.push({
+      what: 'the billing journal table',
+      settings: () => ({ journalTable: true }),
+      left: async (store) => Number((await store.query<{ n: unknown }>('SELECT COUNT(*) AS n FROM billing_journal')).rows[0]!.n),
     });
 
-    it('answers while group commits fail, and charges each answer once the store is back', async () => {
-      const client = new OpenAI({ baseURL: `${s.gw.url}/v1`, apiKey: KEY, maxRetries: 0 });
-      const first = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'takes the lease' }] });
-      await until(
-        () => books(store, 'acct'),
-        (b) => b.usageRecords === 1,
-        10_000,
-        'the first charge',
-      );
-      store.failing = true;
-      const during = await Promise.all(
-        [1, 2, 3].map((i) => client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: `during the outage ${i}` }] })),
-      );
-      expect((await books(store, 'acct')).usageRecords).toBe(1);
-      const pending = async () => /^tollgate_billing_journal_pending (\d+)$/m.exec(await (await fetch(`${s.gw.adminUrl}/metrics`)).text())?.[1];
-      expect(await pending()).toBe('3');
-      store.failing = false;
-      const after = await until(
-        () => books(store, 'acct'),
-        (b) => b.usageRecords === 4,
-        15_000,
-        'the journaled charges to reach the store',
-      );
-      const cost = (r: OpenAI.ChatCompletion) => BigInt(r.usage!.prompt_tokens + 2 * r.usage!.completion_tokens);
-      expect(after.usageCredits).toBe(during.reduce((n, r) => n + cost(r), cost(first)));
-      expect(await pending()).toBe('0');
-    }, 30_000);
-
-    it('stops admitting against a lease it cannot renew (another replica may sweep it), and admits again once the store is back', async () => {
-      const client = new OpenAI({ baseURL: `${s.gw.url}/v1`, apiKey: KEY, maxRetries: 0 });
-      const before = await books(store, 'acct');
-      store.down = true;
-      await new Promise((r) => setTimeout(r, 1000));
-      await expect(client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'lease past renewal' }] })).rejects.toMatchObject({
-        status: 500,
+  for (const j of journals)
+    describe(`a store outage with ${j.what} on ${sc.name}`, () => {
+      let s: BillingStack;
+      let real: Store;
+      let store: Store & { failing: boolean; down: boolean };
+      let dir: string;
+      beforeAll(async () => {
+        real = await sc.open();
+        store = flaky(real);
+        dir = await mkdtemp(join(tmpdir(), 'tollgate-outage-journal-'));
+        s = await billingStack({ shared: store }, (sim) => [chatRoute('m', `${sim}/v1`), group('g', ['m']), apiKey('k', KEY, 'g', { account: 'acct' })], {
+          ...j.settings(dir),
+          journalFlushMs: 5,
+          // Renewed every 300 ms; after 600 ms without a renewal the lease admits nothing.
+          leaseMs: 900,
+        });
+        await s.grant('acct', 10n * C, 'outage-grant');
       });
-      store.down = false;
-      const ok = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'store back' }] });
-      const after = await until(
-        () => books(store, 'acct'),
-        (b) => b.usageRecords === before.usageRecords + 1,
-        15_000,
-        'the charge after the outage',
-      );
-      expect(after.usageCredits - before.usageCredits).toBe(BigInt(ok.usage!.prompt_tokens + 2 * ok.usage!.completion_tokens));
-      await s.close();
-      const closed = await books(store, 'acct');
-      expect(closed.balance).toBe(closed.grants - closed.usageCredits);
-      expect(closed.held).toBe(0n);
-      expect(closed.violations).toEqual([]);
-      expect(await readdir(dir)).toEqual([]);
-    }, 30_000);
-  });
+      afterAll(async () => {
+        await s?.dispose();
+        if (real) await disposeStore(real);
+        if (dir) await rm(dir, { recursive: true, force: true });
+      });
+
+      it('answers while group commits fail, and charges each answer once the store is back', async () => {
+        const client = new OpenAI({ baseURL: `${s.gw.url}/v1`, apiKey: KEY, maxRetries: 0 });
+        const first = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'takes the lease' }] });
+        await until(
+          () => books(store, 'acct'),
+          (b) => b.usageRecords === 1,
+          10_000,
+          'the first charge',
+        );
+        store.failing = true;
+        const during = await Promise.all(
+          [1, 2, 3].map((i) => client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: `during the outage ${i}` }] })),
+        );
+        expect((await books(store, 'acct')).usageRecords).toBe(1);
+        const pending = async () => /^tollgate_billing_journal_pending (\d+)$/m.exec(await (await fetch(`${s.gw.adminUrl}/metrics`)).text())?.[1];
+        expect(await pending()).toBe('3');
+        store.failing = false;
+        const after = await until(
+          () => books(store, 'acct'),
+          (b) => b.usageRecords === 4,
+          15_000,
+          'the journaled charges to reach the store',
+        );
+        const cost = (r: OpenAI.ChatCompletion) => BigInt(r.usage!.prompt_tokens + 2 * r.usage!.completion_tokens);
+        expect(after.usageCredits).toBe(during.reduce((n, r) => n + cost(r), cost(first)));
+        expect(await pending()).toBe('0');
+      }, 30_000);
+
+      it('stops admitting against a lease it cannot renew (another replica may sweep it), and admits again once the store is back', async () => {
+        const client = new OpenAI({ baseURL: `${s.gw.url}/v1`, apiKey: KEY, maxRetries: 0 });
+        const before = await books(store, 'acct');
+        store.down = true;
+        await new Promise((r) => setTimeout(r, 1000));
+        await expect(client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'lease past renewal' }] })).rejects.toMatchObject({
+          status: 500,
+        });
+        store.down = false;
+        const ok = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'store back' }] });
+        const after = await until(
+          () => books(store, 'acct'),
+          (b) => b.usageRecords === before.usageRecords + 1,
+          15_000,
+          'the charge after the outage',
+        );
+        expect(after.usageCredits - before.usageCredits).toBe(BigInt(ok.usage!.prompt_tokens + 2 * ok.usage!.completion_tokens));
+        await s.close();
+        const closed = await books(store, 'acct');
+        expect(closed.balance).toBe(closed.grants - closed.usageCredits);
+        expect(closed.held).toBe(0n);
+        expect(closed.violations).toEqual([]);
+        expect(await j.left(store, dir)).toBe(0);
+      }, 30_000);
+    });
 }

@@ -25,6 +25,7 @@ export const MATRIX: Record<string, Obj> = {
   defaults: { discovery: { token: 'a-token' } },
   autoscaling: { discovery: { token: 't' }, proxy: { autoscaling: { enabled: true } } },
   'billing journal': { discovery: { token: 't' }, proxy: { billingJournal: { enabled: true } } },
+  'billing journal table': { discovery: { token: 't' }, proxy: { billingJournal: { table: true } } },
   'discovery TLS': { discovery: { token: 't', tls: { enabled: true, secretName: 'discovery-tls' } } },
   'existing secrets': { discovery: { existingSecret: 'my-discovery' }, proxy: { existingSecret: 'my-proxy' } },
   'LoadBalancer API': { discovery: { token: 't' }, proxy: { service: { type: 'LoadBalancer' } } },
@@ -295,6 +296,16 @@ describe('charts/tollgate with the real helm', () => {
     const off = byKind((await helmTemplate(MATRIX.defaults!)).docs, 'Deployment', 'tollgate-proxy')!.spec.template.spec;
     expect((off.volumes ?? []).map((v: Obj) => v.name)).not.toContain('billing-journal');
     expect(off.containers[0].env.map((e: { name: string }) => e.name)).not.toContain('TOLLGATE_BILLING_JOURNAL_DIR');
+  });
+
+  it('with the journal table: the proxy is told so and mounts no volume; both journals at once do not render', async () => {
+    const pod = byKind((await helmTemplate(MATRIX['billing journal table']!)).docs, 'Deployment', 'tollgate-proxy')!.spec.template.spec;
+    expect(pod.containers[0].env).toContainEqual({ name: 'TOLLGATE_BILLING_JOURNAL_TABLE', value: 'true' });
+    expect(pod.containers[0].env.map((e: { name: string }) => e.name)).not.toContain('TOLLGATE_BILLING_JOURNAL_DIR');
+    expect((pod.volumes ?? []).map((v: Obj) => v.name)).not.toContain('billing-journal');
+    await expect(helmTemplate({ discovery: { token: 't' }, proxy: { billingJournal: { enabled: true, table: true } } })).rejects.toThrow(
+      /two journals; set one/,
+    );
   });
 
   it('refuses to render without a discovery token or an existing Secret', async () => {
