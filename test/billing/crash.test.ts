@@ -229,6 +229,9 @@ for (const { name, make } of serveTargets('tollgate-billing-crash-')) {
           expect(b.openHolds).toBe(0);
           expect(b.balance).toBe(b.grants - b.usageCredits);
           expect(b.violations).toEqual([]);
+          // The charges reached the books before the dead lease was released: each capture settled against it.
+          const unsettled = await s.query<{ n: unknown }>("SELECT COUNT(*) AS n FROM ledger WHERE kind = 'capture' AND delta_held = 0");
+          expect(Number(unsettled.rows[0]!.n)).toBe(0);
         } finally {
           await s.close();
         }
