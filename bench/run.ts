@@ -176,32 +176,20 @@ async function main(): Promise<void> {
       const n = await startNginx(sim.url);
       if (n) targets.push(n);
     }
-    if (wantedTargets.includes('postgres') && process.env.DATABASE_URL)
-      await child(
-        'postgres',
-        'Tollgate, metered billing on PostgreSQL (compiled, as the image runs it)',
-        ['gateway', sim.url],
-        { BENCH_DATABASE_URL: process.env.DATABASE_URL },
-        true,
-      );
-    // PostgreSQL with the billing journal as a charge's durable point (the chart's proxy.billingJournal).
-    if (wantedTargets.includes('postgres-journal') && process.env.DATABASE_URL)
-      await child(
-        'postgres-journal',
-        'as postgres, charges durable in the billing journal (BENCH_JOURNAL=1), PostgreSQL written behind it',
-        ['gateway', sim.url],
-        { BENCH_DATABASE_URL: process.env.DATABASE_URL, BENCH_JOURNAL: '1' },
-        true,
-      );
-    // PostgreSQL with the journal table as a charge's durable point (TOLLGATE_BILLING_JOURNAL_TABLE).
-    if (wantedTargets.includes('postgres-table') && process.env.DATABASE_URL)
-      await child(
+    // PostgreSQL committed on each request's path; with the billing journal in a directory (the
+    // chart's proxy.billingJournal.enabled); with the journal table (proxy.billingJournal.table).
+    const pgUrl = process.env.DATABASE_URL;
+    const pgTargets: [string, string, Record<string, string>][] = [
+      ['postgres', 'Tollgate, metered billing on PostgreSQL (compiled, as the image runs it)', {}],
+      ['postgres-journal', 'as postgres, charges durable in the billing journal (BENCH_JOURNAL=1), PostgreSQL written behind it', { BENCH_JOURNAL: '1' }],
+      [
         'postgres-table',
         'as postgres, charges durable in the billing journal table (TOLLGATE_BILLING_JOURNAL_TABLE), billing_commit() behind it',
-        ['gateway', sim.url],
-        { BENCH_DATABASE_URL: process.env.DATABASE_URL, TOLLGATE_BILLING_JOURNAL_TABLE: 'true' },
-        true,
-      );
+        { TOLLGATE_BILLING_JOURNAL_TABLE: 'true' },
+      ],
+    ];
+    for (const [name, title, env] of pgTargets)
+      if (pgUrl && wantedTargets.includes(name)) await child(name, title, ['gateway', sim.url], { BENCH_DATABASE_URL: pgUrl, ...env }, true);
     if (wantedTargets.includes('pglite'))
       await child(
         'pglite',
