@@ -1,8 +1,9 @@
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseSegment } from '../../proxy/billing/journal.js';
 import type { BillingSettings } from '../../proxy/billing/settings.js';
 import type { Queryable, Store } from '../../proxy/store/index.js';
 import { apiKey, chatRoute, group } from '../support/resources.js';
@@ -71,14 +72,31 @@ for (const sc of storeCases()) {
     }, 30_000);
   });
 
-  /** Where charges wait for the store: a directory's segment files (and its LOCK until shutdown), or the journal table's rows (PostgreSQL only). */
-  const journals: { what: string; settings: (dir: string) => Partial<BillingSettings>; left: (store: Queryable, dir: string) => Promise<number> }[] = [
-    { what: 'a billing journal', settings: (dir) => ({ journalDir: dir }), left: async (_store, dir) => (await readdir(dir)).length },
+  /**
+   * Where charges wait for the store: a directory's segment files (and its LOCK until shutdown), or
+   * the journal table's rows (PostgreSQL only). `lines`: the charges it holds; `left`: its files or rows.
+   */
+  const journals: {
+    what: string;
+    settings: (dir: string) => Partial<BillingSettings>;
+    lines: (store: Queryable, dir: string) => Promise<string[]>;
+    left: (store: Queryable, dir: string) => Promise<number>;
+  }[] = [
+    {
+      what: 'a billing journal',
+      settings: (dir) => ({ journalDir: dir }),
+      lines: async (_store, dir) =>
+        (
+          await Promise.all((await readdir(dir)).filter((f) => f.endsWith('.jsonl')).map(async (f) => parseSegment(await readFile(join(dir, f), 'utf8'))))
+        ).flat(),
+      left: async (_store, dir) => (await readdir(dir)).length,
+    },
   ];
   if (sc.name === 'postgres')
     journals.push({
       what: 'the billing journal table',
       settings: () => ({ journalTable: true }),
+      lines: async (store) => (await store.query<{ lines: string }>('SELECT lines FROM billing_journal')).rows.flatMap((r) => r.lines.split('\n')),
       left: async (store) => Number((await store.query<{ n: unknown }>('SELECT COUNT(*) AS n FROM billing_journal')).rows[0]!.n),
     });
 
@@ -120,6 +138,10 @@ for (const sc of storeCases()) {
           [1, 2, 3].map((i) => client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: `during the outage ${i}` }] })),
         );
         expect((await books(store, 'acct')).usageRecords).toBe(1);
+        // The three answers' charges are durable in the journal, and in the journal only.
+        const booked = new Set((await store.query<{ operation_id: string }>('SELECT operation_id FROM usage_records')).rows.map((r) => r.operation_id));
+        const waiting = (await j.lines(store, dir)).filter((l) => !booked.has((JSON.parse(l) as { o: string }).o));
+        expect(waiting).toHaveLength(3);
         const pending = async () => /^tollgate_billing_journal_pending (\d+)$/m.exec(await (await fetch(`${s.gw.adminUrl}/metrics`)).text())?.[1];
         expect(await pending()).toBe('3');
         store.failing = false;
