@@ -18,7 +18,7 @@ import { billingSettings, type BillingSettings } from './settings.js';
 import { sweepExpiredHolds } from './sweeper.js';
 import { foldUsageRollups } from './usage.js';
 import { SpendLimits, type KeySpend } from './spend-limits.js';
-import { foldJournalTable, TableJournal } from './table-journal.js';
+import { foldJournalTable, journalTableHasRows, TableJournal } from './table-journal.js';
 import type { Billing, ChatCharge, ChatQuote, ChatSettlement } from './types.js';
 
 /**
@@ -52,6 +52,8 @@ export class BillingEngine implements Billing {
   private readonly journal: ChargeJournal | undefined;
   /** The journal when it is a local directory (it has a lock to touch and segments to replay). */
   private readonly local: BillingJournal | undefined;
+  /** Whether sweeps fold the journal table: always with the table journal, else from start until it is empty. */
+  private foldTable = true;
   /** Replay of what a previous process left in the journal, then the first sweep. */
   private readonly started: Promise<void>;
 
@@ -121,7 +123,7 @@ export class BillingEngine implements Billing {
     // At start too: a restart on the same database resolves what the previous process left,
     // after the charges it left in the journal are in (its leases may still take them).
     this.started = this.replayJournal()
-      .then(() => this.sweep(true))
+      .then(() => this.sweep())
       .then(
         () => {},
         (err: Error) => this.log.error('billing start-up recovery failed', { error: err.message }),
@@ -283,17 +285,18 @@ export class BillingEngine implements Billing {
 
   /**
    * Runs the sweeper once now (at start and from the timer; tests call it directly). Rows of the
-   * journal table older than half a lease are folded first (always at start, so that rows left
-   * by a replica that ran with the table journal are folded even if this one does not use it).
-   * A live replica folds its own within journalFlushMs. A dead one's lease, renewed every third
-   * of a lease, expires at least two thirds of a lease after its last row, so its rows are folded
-   * no later than the sweep that releases it (and a capture whose lease is gone is charged to the
-   * balance alone: the books agree either way).
+   * journal table older than half a lease are folded first. A live replica folds its own within
+   * journalFlushMs. A dead one's lease, renewed every third of a lease, expires at least two
+   * thirds of a lease after its last row, so its rows are folded no later than the sweep that
+   * releases it (and a capture whose lease is gone is charged to the balance alone: the books
+   * agree either way).
    */
-  async sweep(journalTable = this.journal instanceof TableJournal): Promise<number> {
-    if (journalTable) {
+  async sweep(): Promise<number> {
+    if (this.foldTable) {
       const folded = await foldJournalTable(this.store, this.settings.leaseMs / 2);
       if (folded > 0) this.log.info('billing journal table: folded charges a replica left', { requests: folded });
+      // Without the table journal, sweeps fold only until no row is left that a replica using it left behind.
+      if (!(this.journal instanceof TableJournal)) this.foldTable = await journalTableHasRows(this.store);
     }
     const n = await sweepExpiredHolds(this.store);
     if (n > 0) {

@@ -138,3 +138,8 @@ export async function foldJournalTable(store: Store, olderThanMs: number): Promi
     folded += n;
   }
 }
+
+/** Whether any row is left (a replica that used the table journal may have left some). */
+export async function journalTableHasRows(store: Store): Promise<boolean> {
+  return (await store.query('SELECT 1 FROM billing_journal LIMIT 1')).rows.length > 0;
+}

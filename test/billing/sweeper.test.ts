@@ -194,5 +194,50 @@ for (const sc of storeCases()) {
         await engine.close();
       }
     });
+
+    it('an engine without the journal table still folds the rows a replica that used it left, the young ones once they are old', async () => {
+      await store.tx((q) => credit(q, { account: 'left', operationId: 'left-grant', amount: 10n * C }));
+      const line = (o: string) =>
+        JSON.stringify({
+          o,
+          l: null,
+          r: `req-${o}`,
+          kn: 'k',
+          kh: 'sha256:k',
+          a: 'left',
+          g: 'g',
+          m: 'm',
+          um: 'm',
+          p: 'chat',
+          it: 1,
+          ct: 0,
+          wt: 0,
+          ot: 1,
+          rt: 0,
+          c: '5',
+          us: 'reported',
+          s: 'ok',
+          hs: 200,
+          ms: 1,
+          tt: null,
+        });
+      await store.query("INSERT INTO billing_journal (at, lines) VALUES (now() - interval '1 hour', $1)", [`${line('left-old-1')}\n${line('left-old-2')}`]);
+      await store.query('INSERT INTO billing_journal (lines) VALUES ($1)', [line('left-young')]);
+      // Rows fold once older than half a lease (300 ms); sweeps every 50 ms.
+      const engine = meteredBilling({ store, log: createLogger({}, 'error') }, { leaseMs: 600, sweepIntervalMs: 50 });
+      try {
+        await until(
+          async () => (await store.query('SELECT 1 FROM billing_journal')).rows.length,
+          (n) => n === 0,
+          5_000,
+          'every journal row to be folded',
+        );
+        expect(await accountState(store, 'left')).toEqual({ balance: 10n * C - 15n, held: 0n });
+        const records = await store.query<{ n: unknown }>("SELECT COUNT(*) AS n FROM usage_records WHERE account = 'left'");
+        expect(Number(records.rows[0]!.n)).toBe(3);
+      } finally {
+        await engine.close();
+      }
+    });
   });
 }
