@@ -1,5 +1,5 @@
 /**
- * `npm run bench:profile -- [postgres|postgres-table|postgres-journal|pglite|no-billing|floor] [json|stream] [seconds]`:
+ * `npm run bench:profile -- [postgres|postgres-commit|postgres-journal|pglite|no-billing|floor] [json|stream] [seconds]`:
  * where the gateway's CPU goes under load (floor: the bare Node proxy, to compare shares with).
  * The simulator and the gateway run in processes of their own; after a warm-up, the gateway's
  * profiler runs for the load window only (start-up excluded) and the profile is summarised: self
@@ -118,13 +118,13 @@ async function main(): Promise<void> {
   if (target === 'no-billing') env.BENCH_BILLING = 'none';
   // As `npm run bench` runs it: the quickstart's shape, PGlite in a data folder with the billing journal.
   if (target === 'pglite') env.BENCH_DATA = 'disk';
-  if (target === 'postgres' || target === 'postgres-table' || target === 'postgres-journal') {
+  if (target === 'postgres' || target === 'postgres-commit' || target === 'postgres-journal') {
     if (!process.env.DATABASE_URL) throw new Error(`${target}: set DATABASE_URL`);
     env.BENCH_DATABASE_URL = process.env.DATABASE_URL;
     // As the chart's `proxy.billingJournal` runs it: charges durable in the journal, PostgreSQL behind.
     if (target === 'postgres-journal') env.BENCH_JOURNAL = '1';
-    // The journal as a table in PostgreSQL (`proxy.billingJournal.table`).
-    if (target === 'postgres-table') env.TOLLGATE_BILLING_JOURNAL_TABLE = 'true';
+    // Each charge committed on the request's path (`proxy.billingJournal.table: false`); unset, the journal table.
+    if (target === 'postgres-commit') env.TOLLGATE_BILLING_JOURNAL_TABLE = 'false';
   }
   // Compiled, as the image runs it; BENCH_TSX=1: through tsx, from the sources.
   // floor: the bare Node proxy the ratios are taken against, for comparing shares.

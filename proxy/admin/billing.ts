@@ -35,6 +35,8 @@ function accountParam(ctx: RequestContext): string {
 
 export function billingFeature(deps: GatewayDeps): Feature & { adminRoutes: Route[] } {
   const { store } = deps;
+  // Every read below first lets this replica's journaled charges reach the books (read-your-writes).
+  const current = () => deps.billing.booksCurrent?.();
 
   const grant = async (ctx: RequestContext) => {
     const account = accountParam(ctx);
@@ -70,23 +72,28 @@ export function billingFeature(deps: GatewayDeps): Feature & { adminRoutes: Rout
 
   const getAccount = async (ctx: RequestContext) => {
     const account = accountParam(ctx);
+    await current();
     if (!(await accountExists(store, account)))
       throw new GatewayError('not_found', `no account "${account}" (an account exists once it has been granted credits)`, { param: 'account' });
     sendJson(ctx.res, 200, await accountView(store, account));
   };
 
   const usage = async (ctx: RequestContext) => {
-    sendJson(ctx.res, 200, await listUsage(store, parseUsageQuery(ctx.query)));
+    const f = parseUsageQuery(ctx.query);
+    await current();
+    sendJson(ctx.res, 200, await listUsage(store, f));
   };
 
   /** Recomputes every balance, held amount and open hold from the ledger rows (a full scan: for audits, not for probes). */
   const verify = async (ctx: RequestContext) => {
+    await current();
     const violations = await verifyLedger(store);
     sendJson(ctx.res, 200, { consistent: violations.length === 0, violations });
   };
 
   const ownCredits = async (ctx: RequestContext) => {
     const key = ctx.key!;
+    await current();
     const spent = await keySpent(store, key.hash);
     sendJson(ctx.res, 200, {
       ...(await accountView(store, key.account)),
@@ -104,6 +111,7 @@ export function billingFeature(deps: GatewayDeps): Feature & { adminRoutes: Rout
     for (const p of ['account', 'key'])
       if (ctx.query.has(p)) throw badRequest(`${p} cannot be chosen here: this endpoint lists the calling key's own usage`, p);
     const f = parseUsageQuery(ctx.query);
+    await current();
     sendJson(ctx.res, 200, await listUsage(store, { ...f, keyHash: ctx.key!.hash }));
   };
 

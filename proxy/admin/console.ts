@@ -33,6 +33,8 @@ const kubectlHelp = {
 
 export function consoleFeature(deps: GatewayDeps): Feature & { adminRoutes: Route[] } {
   const { store } = deps;
+  // Reads of the books first let this replica's journaled charges reach them (read-your-writes).
+  const current = () => deps.billing.booksCurrent?.();
   const config = (ctx: RequestContext) => {
     const c = deps.config();
     if (!c) throw new GatewayError('not_ready', 'the gateway has no configuration yet');
@@ -42,16 +44,21 @@ export function consoleFeature(deps: GatewayDeps): Feature & { adminRoutes: Rout
 
   const ownSummary = async (ctx: RequestContext) => {
     for (const p of ['account', 'key']) if (ctx.query.has(p)) throw badRequest(`${p} cannot be chosen here: this endpoint sums the calling key's own usage`, p);
-    sendJson(ctx.res, 200, await usageSummary(store, { ...parseSummaryQuery(ctx.query, ['model', 'none']), keyHash: ctx.key!.hash }));
+    const f = parseSummaryQuery(ctx.query, ['model', 'none']);
+    await current();
+    sendJson(ctx.res, 200, await usageSummary(store, { ...f, keyHash: ctx.key!.hash }));
   };
 
   const adminSummary = async (ctx: RequestContext) => {
-    sendJson(ctx.res, 200, await usageSummary(store, parseSummaryQuery(ctx.query, ['model', 'key', 'account', 'none'])));
+    const f = parseSummaryQuery(ctx.query, ['model', 'key', 'account', 'none']);
+    await current();
+    sendJson(ctx.res, 200, await usageSummary(store, f));
   };
 
   const accounts = async (ctx: RequestContext) => {
     const limit = limitOf(ctx);
     const after = ctx.query.get('after') ?? '';
+    await current();
     const r = await store.query<{ account: string; balance: string | bigint; held: string | bigint; updated_at: Date | string }>(
       'SELECT account, balance, held, updated_at FROM accounts WHERE account > $1 ORDER BY account LIMIT $2',
       [after, limit + 1],

@@ -34,6 +34,9 @@ import type { Billing, ChatCharge, ChatQuote, ChatSettlement } from './types.js'
  * every replica runs, releases it.
  */
 
+/** The longest a reader of the books waits for this replica's journaled charges to reach them. */
+const BOOKS_WAIT_MS = 2_000;
+
 export class BillingEngine implements Billing {
   readonly replica = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   private readonly opPrefix = `${randomBytes(9).toString('base64url')}.`;
@@ -108,7 +111,8 @@ export class BillingEngine implements Billing {
     // Opened here, synchronously, so a directory another live process holds stops the start.
     if (settings.journalDir && settings.journalTable) throw new Error('the billing journal is either a directory or a table, not both');
     this.local = settings.journalDir ? new BillingJournal(settings.journalDir, undefined, store.durable) : undefined;
-    const table = settings.journalTable ? new TableJournal(store) : undefined;
+    // PostgreSQL's default: a commit on the request's path costs about four times the table's insert.
+    const table = (settings.journalTable ?? (store.kind === 'postgres' && !settings.journalDir)) ? new TableJournal(store) : undefined;
     if (table)
       table.onError = (err) =>
         this.log.warn('billing journal table: rows the store has could not be deleted; the sweeper folds them again', { error: err.message });
@@ -256,6 +260,17 @@ export class BillingEngine implements Billing {
     if (!seg) return stored;
     this.metrics?.journalPending.inc();
     void stored.finally(() => this.metrics?.journalPending.dec());
+  }
+
+  /**
+   * Read-your-writes on this replica: what it has answered for is in the books once this
+   * resolves. Another replica's answers show within its journalFlushMs. A store that keeps failing
+   * the write (its journal keeps the charges) holds a reader up for at most BOOKS_WAIT_MS.
+   */
+  booksCurrent(): Promise<void> {
+    if (!this.journal || this.commits.idle) return Promise.resolve();
+    let t: NodeJS.Timeout | undefined;
+    return Promise.race([this.commits.flush(), new Promise<void>((r) => (t = setTimeout(r, BOOKS_WAIT_MS)))]).finally(() => clearTimeout(t));
   }
 
   /** Charges a previous process left in the journal go to the store before this one sweeps. */

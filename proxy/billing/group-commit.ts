@@ -31,6 +31,9 @@ export class GroupCommit {
   /** Ends the linger of the commit waiting to gather more (shutdown, or a full batch). */
   private endLinger: (() => void) | undefined;
   private closing = false;
+  /** Captures ever queued, and ever written or failed: batches leave the queue in order, one commit at a time. */
+  private queued = 0;
+  private finished = 0;
 
   constructor(
     private readonly store: Store,
@@ -50,6 +53,7 @@ export class GroupCommit {
   enqueue(line: string, seg: JournalSegment | undefined): Promise<void> {
     return new Promise((resolve, reject) => {
       this.queue.push({ line, seg, resolve, reject });
+      this.queued++;
       if (this.queue.length >= this.settings.maxBatch) this.endLinger?.();
       this.kick();
     });
@@ -65,6 +69,20 @@ export class GroupCommit {
     this.stopping();
     this.endLinger?.();
     while (this.writer || this.queue.length) {
+      this.kick();
+      await this.writer;
+    }
+  }
+
+  /**
+   * Resolves once every capture queued before the call is in the store (or has failed), ending a
+   * linger to get there: behind a journal, a reader of the books on this replica then sees every
+   * charge this replica has answered for.
+   */
+  async flush(): Promise<void> {
+    const upTo = this.queued;
+    while (this.finished < upTo) {
+      this.endLinger?.();
       this.kick();
       await this.writer;
     }
@@ -124,6 +142,8 @@ export class GroupCommit {
     } catch (err) {
       this.log.error('billing group commit failed', { captures: batch.length, error: (err as Error).message });
       for (const b of batch) b.reject(err as Error);
+    } finally {
+      this.finished += batch.length;
     }
   }
 

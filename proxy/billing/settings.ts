@@ -32,9 +32,10 @@ export interface BillingSettings {
   journalDir: string | undefined;
   /**
    * The journal as a table in PostgreSQL instead (see table-journal.ts): durable as long as the
-   * database, at about a quarter of a commit's cost on the request's path.
+   * database, at about a quarter of a commit's cost on the request's path. Unset: on PostgreSQL
+   * without a directory, the table; false commits to the store on the request's path.
    */
-  journalTable: boolean;
+  journalTable: boolean | undefined;
   /** With a journal: how long the store write waits to gather settled requests into one commit. */
   journalFlushMs: number;
 }
@@ -49,7 +50,7 @@ export const DEFAULT_BILLING_SETTINGS: BillingSettings = {
   refusalMemoryMs: 250,
   commitLingerMs: 0,
   journalDir: undefined,
-  journalTable: false,
+  journalTable: undefined,
   journalFlushMs: 100,
 };
 

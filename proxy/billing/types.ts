@@ -47,6 +47,12 @@ export interface Billing {
    * hold would need the model's price. Optional: a billing without accounts admits everything.
    */
   checkAvailable?(account: string): Promise<void>;
+  /**
+   * Resolves once the charges this replica has answered for are in the store's books (a journal
+   * writes them behind its answers): readers of balances and usage call it first. Optional: a
+   * billing that commits on the request's path is always current.
+   */
+  booksCurrent?(): Promise<void>;
   /** Releases in-memory leases and flushes pending writes (shutdown). */
   close(): Promise<void>;
 }

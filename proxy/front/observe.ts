@@ -14,6 +14,7 @@ import type { Cooldowns } from '../upstreams/index.js';
 export function observedBilling(billing: Billing): Billing {
   return {
     ...(billing.checkAvailable ? { checkAvailable: (account: string) => billing.checkAvailable!(account) } : {}),
+    ...(billing.booksCurrent ? { booksCurrent: () => billing.booksCurrent!() } : {}),
     close: () => billing.close(),
     async holdChat(quote) {
       const charge = await billing.holdChat(quote);

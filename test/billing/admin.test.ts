@@ -1,9 +1,12 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../support/cli.js';
 import { apiKey, chatRoute, group } from '../support/resources.js';
 import { storeCases } from '../support/stores.js';
-import { admin, ADMIN, billingStack, usageOf, type BillingStack } from './support.js';
+import { admin, ADMIN, billingStack, C, usageOf, type BillingStack } from './support.js';
 
 /** The admin API (grants, accounts, usage), the key holder's /v1 endpoints and `tollgate credits`. */
 const ALICE = 'sk-service-admin-alice';
@@ -161,5 +164,44 @@ for (const sc of storeCases()) {
       expect(denied.stderr).toContain('401');
       expect(denied.stderr).not.toContain('not-the-token-7f3c');
     }, 60_000);
+  });
+
+  // Behind a journal (PostgreSQL's default, the table; PGlite's, a directory) the books are written
+  // a moment after the answers: a minute here, so only the reads themselves can have brought them.
+  describe(`reads of the books behind a journal on ${sc.name}`, () => {
+    let s: BillingStack;
+    let dir: string | undefined;
+    beforeAll(async () => {
+      dir = sc.name === 'postgres' ? undefined : await mkdtemp(join(tmpdir(), 'tollgate-read-own-'));
+      s = await billingStack(sc, resources, { journalFlushMs: 60_000, ...(dir ? { journalDir: dir } : {}) });
+      await s.grant('team', 10n * C, 'read-own-grant');
+    });
+    afterAll(async () => {
+      await s?.dispose();
+      if (dir) await rm(dir, { recursive: true, force: true });
+    });
+
+    it("show a replica's answers at once: /v1/credits, /v1/usage, the summary and the admin views", async () => {
+      const alice = new OpenAI({ baseURL: `${s.gw.url}/v1`, apiKey: ALICE, maxRetries: 0 });
+      const ids: string[] = [];
+      let cost = 0n;
+      for (let i = 0; i < 3; i++) {
+        const id = `read-own-${i}-${Date.now()}`;
+        ids.push(id);
+        const r = await alice.chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: `r${i}` }] }, { headers: { 'x-request-id': id } });
+        cost += BigInt(r.usage!.prompt_tokens + 2 * r.usage!.completion_tokens);
+      }
+      // Durable in the journal, not yet in the books.
+      expect((await s.store.query('SELECT 1 FROM usage_records WHERE request_id = ANY($1)', [ids])).rows).toHaveLength(0);
+      const micro = (v: unknown) => BigInt(String(v).replace('.', ''));
+      const key = async (path: string) =>
+        (await (await fetch(`${s.gw.url}${path}`, { headers: { authorization: `Bearer ${ALICE}` } })).json()) as Record<string, unknown>;
+      const credits = await key('/v1/credits');
+      expect(micro(credits.balance)).toBe(10n * C - cost);
+      expect(micro((credits.key as Record<string, unknown>).spent)).toBe(cost);
+      expect(((await key('/v1/usage?limit=10')).data as { request_id: string }[]).map((r) => r.request_id).sort()).toEqual([...ids].sort());
+      expect((await key('/v1/usage/summary?group_by=none')).totals).toMatchObject({ requests: 3 });
+      expect(micro((await admin(s, '/admin/v1/accounts/team')).json.balance)).toBe(10n * C - cost);
+    });
   });
 }

@@ -96,7 +96,14 @@ for (const sc of storeCases()) {
       let usage: OpenAI.CompletionUsage | undefined;
       for await (const chunk of stream) if (chunk.usage) usage = chunk.usage;
       expect(usage).toBeDefined();
-      // The stream's end reached the client only after its capture was durable.
+      // The stream's end reached the client only after its capture was durable: in the books, or in
+      // the journal table they are written behind (PostgreSQL's default). One statement, one snapshot.
+      const durable = await s.store.query<{ n: unknown }>(
+        'SELECT (SELECT count(*) FROM usage_records WHERE request_id = $1) + (SELECT count(*) FROM billing_journal WHERE strpos(lines, $1) > 0) AS n',
+        [id],
+      );
+      expect(Number(durable.rows[0]!.n)).toBeGreaterThan(0);
+      await s.engine().booksCurrent();
       const rec = (await s.store.query<Record<string, unknown>>('SELECT * FROM usage_records WHERE request_id = $1', [id])).rows[0]!;
       expect(rec).toMatchObject({
         key_name: 'delivered-key',

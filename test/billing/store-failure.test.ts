@@ -19,58 +19,71 @@ import { billingStack, books, C, until, type BillingStack } from './support.js';
  */
 const KEY = 'sk-service-billing-store-failure';
 
-/** The store, except that group commits fail while `failing` is set, and every query while `down` is. */
-function flaky(store: Store): Store & { failing: boolean; down: boolean } {
+/**
+ * The store, except that group commits fail while `failing` is set (and the journal table's
+ * inserts too while `journalFailing` is), and every query while `down` is.
+ */
+function flaky(store: Store): Store & { failing: boolean; journalFailing: boolean; down: boolean } {
   const wrap = (q: Queryable): Queryable => ({
-    query: (sql, params) => {
-      if (out.down || (out.failing && sql.includes('billing_commit'))) return Promise.reject(new Error('simulated store outage'));
-      return q.query(sql, params);
+    query: (sql, params, opts) => {
+      if (out.down || (out.failing && (sql.includes('billing_commit') || (out.journalFailing && sql.includes('INSERT INTO billing_journal')))))
+        return Promise.reject(new Error('simulated store outage'));
+      return q.query(sql, params, opts);
     },
   });
-  const out = Object.assign(wrapStore(store, wrap), { failing: false, down: false });
+  const out = Object.assign(wrapStore(store, wrap), { failing: false, journalFailing: false, down: false });
   return out;
 }
 
 for (const sc of storeCases()) {
-  describe(`a store outage at settlement on ${sc.name}`, () => {
-    let s: BillingStack;
-    let real: Store;
-    let store: Store & { failing: boolean };
-    beforeAll(async () => {
-      real = await sc.open();
-      store = flaky(real);
-      s = await billingStack({ shared: store }, (sim) => [chatRoute('m', `${sim}/v1`), group('g', ['m']), apiKey('k', KEY, 'g', { account: 'acct' })]);
-      await s.grant('acct', 10n * C, 'outage-grant');
-    });
-    afterAll(async () => {
-      await s?.dispose();
-      // A stack does not dispose a store it was handed.
-      if (real) await disposeStore(real);
-    });
-
-    it('the client gets a 500 instead of an answer it was not charged for; afterwards billing resumes', async () => {
-      const client = new OpenAI({ baseURL: `${s.gw.url}/v1`, apiKey: KEY, maxRetries: 0 });
-      const before = await books(store, 'acct');
-      store.failing = true;
-      await expect(client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'during the outage' }] })).rejects.toMatchObject({
-        status: 500,
+  /** Where the answer waits for its charge to be durable: the books' commit, or PostgreSQL's default, the journal table's insert. */
+  const durablePoints: { what: string; settings: Partial<BillingSettings> }[] = [{ what: 'committed on the path', settings: { journalTable: false } }];
+  if (sc.name === 'postgres') durablePoints.push({ what: "in the journal table (PostgreSQL's default)", settings: {} });
+  for (const point of durablePoints)
+    describe(`a store outage at settlement, ${point.what}, on ${sc.name}`, () => {
+      let s: BillingStack;
+      let real: Store;
+      let store: Store & { failing: boolean; journalFailing: boolean };
+      beforeAll(async () => {
+        real = await sc.open();
+        store = flaky(real);
+        store.journalFailing = true;
+        s = await billingStack(
+          { shared: store },
+          (sim) => [chatRoute('m', `${sim}/v1`), group('g', ['m']), apiKey('k', KEY, 'g', { account: 'acct' })],
+          point.settings,
+        );
+        await s.grant('acct', 10n * C, 'outage-grant');
       });
-      store.failing = false;
-      const during = await books(store, 'acct');
-      expect(during.balance).toBe(before.balance);
-      expect(during.usageRecords).toBe(0);
+      afterAll(async () => {
+        await s?.dispose();
+        // A stack does not dispose a store it was handed.
+        if (real) await disposeStore(real);
+      });
 
-      const ok = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'after the outage' }] });
-      expect(ok.usage!.total_tokens).toBeGreaterThan(0);
-      await s.close();
-      const after = await books(store, 'acct');
-      expect(after.usageRecords).toBe(1);
-      expect(after.balance).toBe(after.grants - after.usageCredits);
-      expect(after.usageCredits).toBe(BigInt(ok.usage!.prompt_tokens + 2 * ok.usage!.completion_tokens));
-      expect(after.held).toBe(0n);
-      expect(after.violations).toEqual([]);
-    }, 30_000);
-  });
+      it('the client gets a 500 instead of an answer it was not charged for; afterwards billing resumes', async () => {
+        const client = new OpenAI({ baseURL: `${s.gw.url}/v1`, apiKey: KEY, maxRetries: 0 });
+        const before = await books(store, 'acct');
+        store.failing = true;
+        await expect(client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'during the outage' }] })).rejects.toMatchObject({
+          status: 500,
+        });
+        store.failing = false;
+        const during = await books(store, 'acct');
+        expect(during.balance).toBe(before.balance);
+        expect(during.usageRecords).toBe(0);
+
+        const ok = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'after the outage' }] });
+        expect(ok.usage!.total_tokens).toBeGreaterThan(0);
+        await s.close();
+        const after = await books(store, 'acct');
+        expect(after.usageRecords).toBe(1);
+        expect(after.balance).toBe(after.grants - after.usageCredits);
+        expect(after.usageCredits).toBe(BigInt(ok.usage!.prompt_tokens + 2 * ok.usage!.completion_tokens));
+        expect(after.held).toBe(0n);
+        expect(after.violations).toEqual([]);
+      }, 30_000);
+    });
 
   /**
    * Where charges wait for the store: a directory's segment files (and its LOCK until shutdown), or

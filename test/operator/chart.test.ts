@@ -25,7 +25,7 @@ export const MATRIX: Record<string, Obj> = {
   defaults: { discovery: { token: 'a-token' } },
   autoscaling: { discovery: { token: 't' }, proxy: { autoscaling: { enabled: true } } },
   'billing journal': { discovery: { token: 't' }, proxy: { billingJournal: { enabled: true } } },
-  'billing journal table': { discovery: { token: 't' }, proxy: { billingJournal: { table: true } } },
+  'billing commit on the path': { discovery: { token: 't' }, proxy: { billingJournal: { table: false } } },
   'discovery TLS': { discovery: { token: 't', tls: { enabled: true, secretName: 'discovery-tls' } } },
   'existing secrets': { discovery: { existingSecret: 'my-discovery' }, proxy: { existingSecret: 'my-proxy' } },
   'LoadBalancer API': { discovery: { token: 't' }, proxy: { service: { type: 'LoadBalancer' } } },
@@ -298,11 +298,21 @@ describe('charts/tollgate with the real helm', () => {
     expect(off.containers[0].env.map((e: { name: string }) => e.name)).not.toContain('TOLLGATE_BILLING_JOURNAL_DIR');
   });
 
-  it('with the journal table: the proxy is told so and mounts no volume; both journals at once do not render', async () => {
-    const pod = byKind((await helmTemplate(MATRIX['billing journal table']!)).docs, 'Deployment', 'tollgate-proxy')!.spec.template.spec;
-    expect(pod.containers[0].env).toContainEqual({ name: 'TOLLGATE_BILLING_JOURNAL_TABLE', value: 'true' });
-    expect(pod.containers[0].env.map((e: { name: string }) => e.name)).not.toContain('TOLLGATE_BILLING_JOURNAL_DIR');
-    expect((pod.volumes ?? []).map((v: Obj) => v.name)).not.toContain('billing-journal');
+  it("the journal table is the gateway's own default; false commits on the path; both journals at once do not render", async () => {
+    const envOf = async (values: Obj) =>
+      byKind((await helmTemplate(values)).docs, 'Deployment', 'tollgate-proxy')!.spec.template.spec.containers[0].env as { name: string; value?: string }[];
+    // Unset: the gateway picks the table on PostgreSQL (unless a directory is set).
+    expect((await envOf(MATRIX.defaults!)).map((e) => e.name)).not.toContain('TOLLGATE_BILLING_JOURNAL_TABLE');
+    const onPath = byKind((await helmTemplate(MATRIX['billing commit on the path']!)).docs, 'Deployment', 'tollgate-proxy')!.spec.template.spec;
+    expect(onPath.containers[0].env).toContainEqual({ name: 'TOLLGATE_BILLING_JOURNAL_TABLE', value: 'false' });
+    expect((onPath.volumes ?? []).map((v: Obj) => v.name)).not.toContain('billing-journal');
+    expect(await envOf({ discovery: { token: 't' }, proxy: { billingJournal: { table: true } } })).toContainEqual({
+      name: 'TOLLGATE_BILLING_JOURNAL_TABLE',
+      value: 'true',
+    });
+    const dir = (await envOf({ discovery: { token: 't' }, proxy: { billingJournal: { enabled: true } } })).map((e) => e.name);
+    expect(dir).toContain('TOLLGATE_BILLING_JOURNAL_DIR');
+    expect(dir).not.toContain('TOLLGATE_BILLING_JOURNAL_TABLE');
     await expect(helmTemplate({ discovery: { token: 't' }, proxy: { billingJournal: { enabled: true, table: true } } })).rejects.toThrow(
       /two journals; set one/,
     );
