@@ -1,9 +1,8 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Queryable, Store } from '../../proxy/store/index.js';
-import { apiKey, chatRoute, group } from '../support/resources.js';
-import { disposeStore, storeCases, wrapStore } from '../support/stores.js';
-import { billingStack, books, C, until, type BillingStack } from './support.js';
+import { storeCases, wrapStore } from '../support/stores.js';
+import { books, C, until, wrappedStack, type WrappedStack } from './support.js';
 
 /**
  * Admission is in memory: once a replica holds a lease on the account, nothing on the way to a
@@ -41,19 +40,15 @@ function stallable(store: Store): Store & { stall(): void; release(): void; wait
 
 for (const sc of storeCases()) {
   describe(`a stalled store on ${sc.name}`, () => {
-    let s: BillingStack;
-    let real: Store;
+    let s: WrappedStack<ReturnType<typeof stallable>>;
     let store: ReturnType<typeof stallable>;
     beforeAll(async () => {
-      real = await sc.open();
-      store = stallable(real);
-      s = await billingStack({ shared: store }, (sim) => [chatRoute('m', `${sim}/v1`), group('g', ['m']), apiKey('k', KEY, 'g', { account: 'acct' })]);
-      await s.grant('acct', 100n * C, 'first-byte-grant');
+      s = await wrappedStack(sc, stallable, KEY, 100n * C);
+      store = s.store;
     });
     afterAll(async () => {
       store?.release();
       await s?.dispose();
-      if (real) await disposeStore(real);
     });
 
     it("holds a stream's end for its charge, never its first byte", async () => {

@@ -1,9 +1,8 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Store } from '../../proxy/store/index.js';
-import { apiKey, chatRoute, group } from '../support/resources.js';
-import { disposeStore, storeCases, wrapStore } from '../support/stores.js';
-import { billingStack, books, C, until, type BillingStack } from './support.js';
+import { storeCases, wrapStore } from '../support/stores.js';
+import { books, C, until, wrappedStack, type WrappedStack } from './support.js';
 
 /**
  * Group commits, one at a time on either store: what settles while a commit is written goes in
@@ -36,23 +35,15 @@ function slowCommits(store: Store): Store & { commits: { size: number; overlappi
 
 for (const sc of storeCases()) {
   describe(`group commits on ${sc.name}`, () => {
-    let s: BillingStack;
-    let real: Store;
+    let s: WrappedStack<ReturnType<typeof slowCommits>>;
     let store: ReturnType<typeof slowCommits>;
     beforeAll(async () => {
-      real = await sc.open();
-      store = slowCommits(real);
       // Committed on the requests' path, where each answer waits for its commit (PostgreSQL's
       // default, the journal table, gathers commits behind the answers instead).
-      s = await billingStack({ shared: store }, (sim) => [chatRoute('m', `${sim}/v1`), group('g', ['m']), apiKey('k', KEY, 'g', { account: 'acct' })], {
-        journalTable: false,
-      });
-      await s.grant('acct', 100n * C, 'group-commit-grant');
+      s = await wrappedStack(sc, slowCommits, KEY, 100n * C, { journalTable: false });
+      store = s.store;
     });
-    afterAll(async () => {
-      await s?.dispose();
-      if (real) await disposeStore(real);
-    });
+    afterAll(() => s?.dispose());
 
     it('writes one commit at a time, and every request that settled while one was written goes in the next', async () => {
       const client = new OpenAI({ baseURL: `${s.gw.url}/v1`, apiKey: KEY, maxRetries: 0 });

@@ -6,9 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseSegment } from '../../proxy/billing/journal.js';
 import type { BillingSettings } from '../../proxy/billing/settings.js';
 import type { Queryable, Store } from '../../proxy/store/index.js';
-import { apiKey, chatRoute, group } from '../support/resources.js';
-import { disposeStore, storeCases, wrapStore } from '../support/stores.js';
-import { billingStack, books, C, until, type BillingStack } from './support.js';
+import { storeCases, wrapStore } from '../support/stores.js';
+import { books, C, until, wrappedStack, type WrappedStack } from './support.js';
 
 /**
  * "Charged, or not answered": when the group commit cannot be written, the client does not get
@@ -41,25 +40,14 @@ for (const sc of storeCases()) {
   if (sc.name === 'postgres') durablePoints.push({ what: "in the journal table (PostgreSQL's default)", settings: {} });
   for (const point of durablePoints)
     describe(`a store outage at settlement, ${point.what}, on ${sc.name}`, () => {
-      let s: BillingStack;
-      let real: Store;
-      let store: Store & { failing: boolean; journalFailing: boolean };
+      let s: WrappedStack<ReturnType<typeof flaky>>;
+      let store: ReturnType<typeof flaky>;
       beforeAll(async () => {
-        real = await sc.open();
-        store = flaky(real);
+        s = await wrappedStack(sc, flaky, KEY, 10n * C, point.settings);
+        store = s.store;
         store.journalFailing = true;
-        s = await billingStack(
-          { shared: store },
-          (sim) => [chatRoute('m', `${sim}/v1`), group('g', ['m']), apiKey('k', KEY, 'g', { account: 'acct' })],
-          point.settings,
-        );
-        await s.grant('acct', 10n * C, 'outage-grant');
       });
-      afterAll(async () => {
-        await s?.dispose();
-        // A stack does not dispose a store it was handed.
-        if (real) await disposeStore(real);
-      });
+      afterAll(() => s?.dispose());
 
       it('the client gets a 500 instead of an answer it was not charged for; afterwards billing resumes', async () => {
         const client = new OpenAI({ baseURL: `${s.gw.url}/v1`, apiKey: KEY, maxRetries: 0 });
@@ -115,25 +103,21 @@ for (const sc of storeCases()) {
 
   for (const j of journals)
     describe(`a store outage with ${j.what} on ${sc.name}`, () => {
-      let s: BillingStack;
-      let real: Store;
-      let store: Store & { failing: boolean; down: boolean };
+      let s: WrappedStack<ReturnType<typeof flaky>>;
+      let store: ReturnType<typeof flaky>;
       let dir: string;
       beforeAll(async () => {
-        real = await sc.open();
-        store = flaky(real);
         dir = await mkdtemp(join(tmpdir(), 'tollgate-outage-journal-'));
-        s = await billingStack({ shared: store }, (sim) => [chatRoute('m', `${sim}/v1`), group('g', ['m']), apiKey('k', KEY, 'g', { account: 'acct' })], {
+        s = await wrappedStack(sc, flaky, KEY, 10n * C, {
           ...j.settings(dir),
           journalFlushMs: 5,
           // Renewed every 300 ms; after 600 ms without a renewal the lease admits nothing.
           leaseMs: 900,
         });
-        await s.grant('acct', 10n * C, 'outage-grant');
+        store = s.store;
       });
       afterAll(async () => {
         await s?.dispose();
-        if (real) await disposeStore(real);
         if (dir) await rm(dir, { recursive: true, force: true });
       });
 

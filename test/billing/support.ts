@@ -3,6 +3,7 @@ import { accountState, verifyLedger } from '../../proxy/billing/ledger.js';
 import type { BillingSettings } from '../../proxy/billing/settings.js';
 import type { Store } from '../../proxy/store/index.js';
 import { disposeStore, type StoreCase } from '../support/stores.js';
+import { apiKey, chatRoute, group } from '../support/resources.js';
 import { startStack, type Stack } from '../support/stack.js';
 
 export const C = 1_000_000n; // one credit in micro-credits
@@ -46,6 +47,38 @@ export async function billingStack(
       if (!closed) await stack.close();
       closed = true;
       if (owned) await disposeStore(store);
+    },
+  };
+}
+
+export type WrappedStack<W extends Store> = BillingStack & { store: W };
+
+/**
+ * One model `m` for `key` (account `acct`, granted `credits`), on a fresh store of the case seen
+ * through `wrap` (stalled, failing, slowed): the stack's store is the wrapped one, and dispose()
+ * also drops the real one underneath, which a stack handed a store leaves alone.
+ */
+export async function wrappedStack<W extends Store>(
+  sc: StoreCase,
+  wrap: (store: Store) => W,
+  key: string,
+  credits: bigint,
+  settings: Partial<BillingSettings> = {},
+): Promise<WrappedStack<W>> {
+  const real = await sc.open();
+  const store = wrap(real);
+  const s = await billingStack(
+    { shared: store },
+    (sim) => [chatRoute('m', `${sim}/v1`), group('g', ['m']), apiKey('k', key, 'g', { account: 'acct' })],
+    settings,
+  );
+  await s.grant('acct', credits, `${key}-grant`);
+  return {
+    ...s,
+    store,
+    dispose: async () => {
+      await s.dispose();
+      await disposeStore(real);
     },
   };
 }
