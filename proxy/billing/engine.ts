@@ -321,10 +321,10 @@ export class BillingEngine implements Billing {
     return n;
   }
 
-  /** Lease upkeep, then the spend of limited keys (re-read while no commit of ours is pending). */
+  /** Lease upkeep, then the spend of limited keys that nothing of this replica's is pending for. */
   private async tick(): Promise<void> {
     await this.leases.upkeep();
-    await this.spend.refresh(Date.now(), 6 * this.settings.idleMs, this.commits.idle);
+    await this.spend.refresh(Date.now(), 6 * this.settings.idleMs);
   }
 }
 

@@ -43,15 +43,17 @@ export class SpendLimits {
   }
 
   /**
-   * Forgets keys unused for `forgetAfterMs`, then re-reads the idle ones in one query (when
-   * `canRead`: no commit of this replica is pending, so the store has everything it settled).
+   * Forgets keys unused for `forgetAfterMs`, then re-reads the idle ones in one query: keys with
+   * nothing reserved or unwritten here, so the store has all this replica charged them. A key that
+   * any of this replica's requests holds or settles while the query runs keeps what it has. Other
+   * keys' pending writes do not matter: behind a journal a busy replica always has some.
    */
-  async refresh(now: number, forgetAfterMs: number, canRead: boolean): Promise<void> {
+  async refresh(now: number, forgetAfterMs: number): Promise<void> {
     for (const [hash, k] of this.keys) {
       if (k.reserved === 0n && k.unflushed === 0n && now - k.lastUsed >= forgetAfterMs) this.keys.delete(hash);
     }
     const idle = [...this.keys].filter(([, k]) => k.reserved === 0n && k.unflushed === 0n);
-    if (!canRead || idle.length === 0) return;
+    if (idle.length === 0) return;
     const seen = new Map(idle.map(([hash, k]) => [hash, k.writes]));
     const r = await this.store.query<{ key_hash: string; spent: unknown; open: unknown }>(
       `SELECT k.key_hash, (SELECT spent FROM key_spend s WHERE s.key_hash = k.key_hash) AS spent,

@@ -179,23 +179,36 @@ for (const sc of storeCases()) {
       a = await billingStack(sc, resources, { idleMs: 200 });
       b = await billingStack({ shared: a.store }, resources, { idleMs: 200 });
       await a.grant('rich', 1000n * C, 'rich-grant');
+      await a.grant('load', 1000n * C, 'busy-grant');
     });
     afterAll(async () => {
       await b?.dispose();
       await a?.dispose();
     });
 
-    it('a replica learns what the key spent on another one and stops it at its limit', async () => {
+    it('a replica learns what the key spent on another one and stops it at its limit, though busy with other keys', async () => {
       const onB = new OpenAI({ baseURL: `${b.gw.url}/v1`, apiKey: LIMITED, maxRetries: 0 });
       const onA = new OpenAI({ baseURL: `${a.gw.url}/v1`, apiKey: LIMITED, maxRetries: 0 });
       // B has seen the key (its spend is cached there) before A spends.
       await expect(onB.chat.completions.create({ model: 'm', max_tokens: 20, messages: [{ role: 'user', content: 'x'.repeat(400) }] })).rejects.toMatchObject({
         status: 402,
       });
+      // Meanwhile B serves another key without a pause: behind a journal (PostgreSQL's default)
+      // its books' writes then never go idle, which must not stop it from re-reading the spend.
+      let busy = true;
+      const other = new OpenAI({ baseURL: `${b.gw.url}/v1`, apiKey: KEY, maxRetries: 0 });
+      const load = Promise.all(
+        [0, 1, 2, 3].map(async (w) => {
+          for (let i = 0; busy; i++)
+            await other.chat.completions.create({ model: 'm', max_tokens: 20, messages: [{ role: 'user', content: `busy ${w} ${i}` }] });
+        }),
+      );
       await onA.chat.completions.create({ model: 'm', max_tokens: 20, messages: [{ role: 'user', content: 'spend on a' }] });
       // B re-reads the spend of the keys it knows every 100 ms here: after a few of those, B's
       // first call with this key is refused, although B itself never charged it.
       await new Promise((r) => setTimeout(r, 600));
+      busy = false;
+      await load;
       await expect(onB.chat.completions.create({ model: 'm', max_tokens: 20, messages: [{ role: 'user', content: 'spend on b' }] })).rejects.toMatchObject({
         status: 402,
         code: 'spend_limit_reached',
