@@ -117,7 +117,15 @@ export class BillingEngine implements Billing {
       table.onError = (err) =>
         this.log.warn('billing journal table: rows the store has could not be deleted; the sweeper folds them again', { error: err.message });
     this.journal = this.local ?? table;
-    this.commits = new GroupCommit(store, log, settings, this.journal, this.metrics, () => this.inflight);
+    this.commits = new GroupCommit(
+      store,
+      log,
+      settings,
+      this.journal,
+      this.metrics,
+      () => this.inflight,
+      () => this.spend.afterCommit(),
+    );
     if (this.local) {
       const j = this.local;
       j.onError = (op, segment, err) =>

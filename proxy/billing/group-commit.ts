@@ -43,6 +43,8 @@ export class GroupCommit {
     private readonly metrics: BillingMetrics | undefined,
     /** Chat requests holding credits (admitted, not yet settled): a commit lingers while more are coming. */
     private readonly inflight: () => number,
+    /** Runs after each commit that landed, its requests settled, before the next commit can start. */
+    private readonly afterCommit?: () => Promise<void>,
   ) {}
 
   /** Nothing queued and nothing being written. */
@@ -142,9 +144,11 @@ export class GroupCommit {
     } catch (err) {
       this.log.error('billing group commit failed', { captures: batch.length, error: (err as Error).message });
       for (const b of batch) b.reject(err as Error);
+      return;
     } finally {
       this.finished += batch.length;
     }
+    await this.afterCommit?.().catch((err: Error) => this.log.warn('billing: reading back after a group commit failed', { error: err.message }));
   }
 
   /**

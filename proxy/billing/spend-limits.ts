@@ -12,6 +12,8 @@ export interface KeySpend {
   lastUsed: number;
   /** Counts this replica's writes to `stored`: a re-read that raced one is dropped. */
   writes: number;
+  /** The first read is in: a later read may replace `stored`. */
+  ready: boolean;
 }
 
 /**
@@ -27,10 +29,11 @@ export class SpendLimits {
   of(keyHash: string): KeySpend {
     let k = this.keys.get(keyHash);
     if (!k) {
-      const state: KeySpend = { stored: 0n, unflushed: 0n, reserved: 0n, loaded: Promise.resolve(), lastUsed: Date.now(), writes: 0 };
-      state.loaded = readKeySpend(this.store, keyHash).then(
+      const state: KeySpend = { stored: 0n, unflushed: 0n, reserved: 0n, loaded: Promise.resolve(), lastUsed: Date.now(), writes: 0, ready: false };
+      state.loaded = readSpends(this.store, [keyHash]).then(
         (v) => {
-          state.stored = v;
+          state.stored = v.get(keyHash)!;
+          state.ready = true;
         },
         (err: Error) => {
           this.keys.delete(keyHash);
@@ -55,24 +58,38 @@ export class SpendLimits {
     const idle = [...this.keys].filter(([, k]) => k.reserved === 0n && k.unflushed === 0n);
     if (idle.length === 0) return;
     const seen = new Map(idle.map(([hash, k]) => [hash, k.writes]));
-    const r = await this.store.query<{ key_hash: string; spent: unknown; open: unknown }>(
-      `SELECT k.key_hash, (SELECT spent FROM key_spend s WHERE s.key_hash = k.key_hash) AS spent,
-              (SELECT COALESCE(SUM(remaining), 0) FROM holds h WHERE h.key_hash = k.key_hash) AS open
-         FROM json_array_elements_text($1::json) AS k(key_hash)`,
-      [JSON.stringify(idle.map(([hash]) => hash))],
-    );
-    for (const row of r.rows) {
-      const k = this.keys.get(row.key_hash);
-      if (k && k.reserved === 0n && k.unflushed === 0n && k.writes === seen.get(row.key_hash)) k.stored = big(row.spent) + big(row.open);
+    for (const [hash, spend] of await readSpends(this.store, [...seen.keys()])) {
+      const k = this.keys.get(hash);
+      if (k?.ready && k.reserved === 0n && k.unflushed === 0n && k.writes === seen.get(hash)) k.stored = spend;
+    }
+  }
+
+  /**
+   * Re-reads every known key, busy or not, right after one of this replica's group commits and
+   * before the next can start: the store then holds every charge of this replica but those still
+   * in `unflushed` (a commit's settlements run before any other I/O), so what it reads is `stored`
+   * as it stands. Keys in steady use here are never idle for refresh(); this is how they learn
+   * what other replicas charged them.
+   */
+  async afterCommit(): Promise<void> {
+    if (this.keys.size === 0) return;
+    for (const [hash, spend] of await readSpends(this.store, [...this.keys.keys()])) {
+      const k = this.keys.get(hash);
+      if (!k?.ready) continue;
+      k.stored = spend;
+      // A refresh() read started before this commit is older: it is dropped.
+      k.writes++;
     }
   }
 }
 
-/** Captured spend plus open holds of the key (tasks in progress). */
-async function readKeySpend(q: Queryable, keyHash: string): Promise<bigint> {
-  const r = await q.query<{ spent: unknown; open: unknown }>(
-    `SELECT (SELECT spent FROM key_spend WHERE key_hash = $1) AS spent, (SELECT COALESCE(SUM(remaining), 0) FROM holds WHERE key_hash = $1) AS open`,
-    [keyHash],
+/** Captured spend plus open holds (tasks in progress) of each key, in one query. */
+async function readSpends(q: Queryable, keyHashes: string[]): Promise<Map<string, bigint>> {
+  const r = await q.query<{ key_hash: string; spent: unknown; open: unknown }>(
+    `SELECT k.key_hash, (SELECT spent FROM key_spend s WHERE s.key_hash = k.key_hash) AS spent,
+            (SELECT COALESCE(SUM(remaining), 0) FROM holds h WHERE h.key_hash = k.key_hash) AS open
+       FROM json_array_elements_text($1::json) AS k(key_hash)`,
+    [JSON.stringify(keyHashes)],
   );
-  return big(r.rows[0]?.spent) + big(r.rows[0]?.open);
+  return new Map(r.rows.map((row) => [row.key_hash, big(row.spent) + big(row.open)]));
 }

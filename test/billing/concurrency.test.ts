@@ -1,7 +1,9 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { writeCaptures } from '../../proxy/billing/commit.js';
 import { chatCost, chatHold } from '../../proxy/billing/pricing.js';
+import { hashKey } from '../../proxy/auth/keys.js';
 import { toPrices } from '../../proxy/config/runtime.js';
 import { estimateTokens } from '../../proxy/ir/usage.js';
 import { apiKey, chatRoute, group } from '../support/resources.js';
@@ -15,6 +17,7 @@ import { billingStack, books, C, until, type BillingStack } from './support.js';
 const KEY = 'sk-service-billing-load';
 const LIMITED = 'sk-service-billing-limited';
 const BROKE = 'sk-service-billing-broke';
+const HOT = 'sk-service-billing-hot';
 const MAX_TOKENS = 1000;
 const prices = toPrices({ inputPerMillion: '1000000', outputPerMillion: '2000000' });
 
@@ -27,6 +30,7 @@ function resources(sim: string) {
     apiKey('load', KEY, 'g', { account: 'load' }),
     apiKey('limited', LIMITED, 'g', { account: 'rich', spendLimit: '0.00009' }),
     apiKey('broke', BROKE, 'g', { account: 'empty' }),
+    apiKey('hot', HOT, 'g', { account: 'rich', spendLimit: '1' }),
   ];
 }
 
@@ -215,6 +219,68 @@ for (const sc of storeCases()) {
       });
       expect(b.sim.recorder.find('spend on b')).toHaveLength(0);
       expect((await books(a.store, 'rich')).usageRecords).toBe(1);
+    });
+
+    it('a replica serving a limited key without pause learns what another replica charged it', async () => {
+      const onB = new OpenAI({ baseURL: `${b.gw.url}/v1`, apiKey: HOT, maxRetries: 0 });
+      let busy = true;
+      const refused: number[] = [];
+      // Four requests at a time: the key always has some in flight or unwritten on B.
+      const load = Promise.all(
+        [0, 1, 2, 3].map(async (w) => {
+          for (let i = 0; busy; i++) {
+            try {
+              await onB.chat.completions.create({ model: 'm', max_tokens: 5, messages: [{ role: 'user', content: `hot ${w} ${i}` }] });
+            } catch (err) {
+              if (!(err instanceof OpenAI.APIError) || err.code !== 'spend_limit_reached') throw err;
+              refused.push(Date.now());
+              await new Promise((r) => setTimeout(r, 10));
+            }
+          }
+        }),
+      );
+      await new Promise((r) => setTimeout(r, 300));
+      expect(refused).toEqual([]);
+      // Another replica's group commit charges the key its whole limit (1 credit).
+      const usage = { inputTokens: 1_000_000, cachedInputTokens: 0, cacheWriteTokens: 0, outputTokens: 0, reasoningTokens: 0 };
+      const at = Date.now();
+      await a.store.tx((q) =>
+        writeCaptures(q, [
+          {
+            operationId: `chat:hot-elsewhere-${at}`,
+            leaseId: undefined,
+            record: {
+              requestId: `hot-elsewhere-${at}`,
+              keyName: 'hot',
+              keyHash: hashKey(HOT),
+              account: 'rich',
+              group: 'g',
+              model: 'm',
+              upstreamModel: 'gpt-sim',
+              protocol: 'chat-completions',
+              usage,
+              credits: C,
+              usageSource: 'reported',
+              status: 'ok',
+              httpStatus: 200,
+              latencyMs: 1,
+            },
+          },
+        ]),
+      );
+      try {
+        await until(
+          async () => refused.length,
+          (n) => n > 0,
+          3_000,
+          'B to refuse the key',
+        );
+      } finally {
+        busy = false;
+        await load;
+      }
+      // Within B's next group commits (every 100 ms behind the journal table; after every answer on the path).
+      expect(refused[0]! - at).toBeLessThan(1_000);
     });
   });
 
