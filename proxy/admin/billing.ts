@@ -67,6 +67,7 @@ export function billingFeature(deps: GatewayDeps): Feature & { adminRoutes: Rout
       return done;
     });
     ctx.log.info('credits granted', { account, credits: fromMicro(amount), replayed: !applied });
+    await current();
     sendJson(ctx.res, 200, await accountView(store, account), applied ? {} : { 'idempotent-replayed': 'true' });
   };
 
