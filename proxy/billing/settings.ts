@@ -27,7 +27,8 @@ export interface BillingSettings {
   /**
    * Where a settled request's charge becomes durable before its last byte: a local directory
    * (see journal.ts; one per replica, on storage that outlives the process) with the store
-   * written behind it, or undefined to commit to the store on the request's path.
+   * written behind it; undefined: the journal table on PostgreSQL (below), else the store's commit
+   * on the request's path.
    */
   journalDir: string | undefined;
   /**
