@@ -9,7 +9,7 @@ import { credit } from '../../proxy/billing/ledger.js';
 import { startSimulator, type Simulator } from '../../simulator/index.js';
 import { apiKey, chatRoute, group } from '../support/resources.js';
 import { serveChild, serveTargets, writeManifests, type ServeChild, type ServeTarget } from '../support/serve-child.js';
-import { books, C, until } from './support.js';
+import { books, C, expectExactBooks, until } from './support.js';
 
 /**
  * A `tollgate serve` process killed with SIGKILL in the middle of 50 streams leaves its lease
@@ -125,11 +125,8 @@ for (const { name, make } of serveTargets('tollgate-billing-crash-')) {
       const s = await ctx.t.open();
       try {
         const b = await books(s, 'acct');
-        expect(b.openHolds).toBe(0);
-        expect(b.held).toBe(0n);
         expect(b.usageRecords).toBe(5);
-        expect(b.balance).toBe(b.grants - b.usageCredits);
-        expect(b.violations).toEqual([]);
+        expectExactBooks(b);
         const released = await s.query<{ n: unknown }>("SELECT COUNT(*) AS n FROM ledger WHERE kind = 'release' AND meta->>'reason' = 'expired'");
         expect(Number(released.rows[0]!.n)).toBe(1);
       } finally {
@@ -225,10 +222,7 @@ for (const { name, make } of serveTargets('tollgate-billing-crash-')) {
           expect(b.usageRecords).toBe(20);
           // Prices are per million tokens: the usage above, in micro-credits.
           expect(b.usageCredits).toBe(expected);
-          expect(b.held).toBe(0n);
-          expect(b.openHolds).toBe(0);
-          expect(b.balance).toBe(b.grants - b.usageCredits);
-          expect(b.violations).toEqual([]);
+          expectExactBooks(b);
           // The charges reached the books before the dead lease was released: each capture settled against it.
           const unsettled = await s.query<{ n: unknown }>("SELECT COUNT(*) AS n FROM ledger WHERE kind = 'capture' AND delta_held = 0");
           expect(Number(unsettled.rows[0]!.n)).toBe(0);

@@ -2,7 +2,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Store } from '../../proxy/store/index.js';
 import { storeCases, wrapStore } from '../support/stores.js';
-import { books, C, until, wrappedStack, type WrappedStack } from './support.js';
+import { books, C, expectExactBooks, until, wrappedStack, type WrappedStack } from './support.js';
 
 /**
  * Group commits, one at a time on either store: what settles while a commit is written goes in
@@ -67,9 +67,7 @@ for (const sc of storeCases()) {
       await s.close();
       const b = await books(store, 'acct');
       expect(b.usageRecords).toBe(25);
-      expect(b.balance).toBe(b.grants - b.usageCredits);
-      expect(b.held).toBe(0n);
-      expect(b.violations).toEqual([]);
+      expectExactBooks(b);
     }, 30_000);
   });
 }

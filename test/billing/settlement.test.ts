@@ -8,7 +8,7 @@ import type { Usage } from '../../proxy/billing/types.js';
 import { toPrices } from '../../proxy/config/runtime.js';
 import { apiKey, chatRoute, group } from '../support/resources.js';
 import { storeCases } from '../support/stores.js';
-import { billingStack, books, C, until, usageOf, type BillingStack } from './support.js';
+import { billingStack, books, C, expectExactBooks, until, usageOf, type BillingStack } from './support.js';
 
 /**
  * How each way a chat request can end is settled: completed, cancelled by the client under each
@@ -70,11 +70,8 @@ for (const sc of storeCases()) {
       if (!s) return;
       await s.close();
       const b = await books(s.store, 'acct');
-      // Over every test of this file: nothing held, and the balance is grants minus usage.
-      expect(b.openHolds).toBe(0);
-      expect(b.held).toBe(0n);
-      expect(b.balance).toBe(b.grants - b.usageCredits);
-      expect(b.violations).toEqual([]);
+      // Over every test of this file.
+      expectExactBooks(b);
       await s.dispose();
     });
 

@@ -1,3 +1,4 @@
+import { expect } from 'vitest';
 import { meteredBilling, type BillingEngine } from '../../proxy/billing/engine.js';
 import { accountState, verifyLedger } from '../../proxy/billing/ledger.js';
 import type { BillingSettings } from '../../proxy/billing/settings.js';
@@ -99,6 +100,17 @@ export async function books(store: Store, account: string) {
     openHolds: Number(holds.rows[0]!.n),
     violations: await verifyLedger(store),
   };
+}
+
+/**
+ * The books' invariants once a gateway has stopped: nothing held and no hold open, the balance
+ * exactly grants minus usage, and the ledger consistent.
+ */
+export function expectExactBooks(b: Awaited<ReturnType<typeof books>>): void {
+  expect(b.openHolds).toBe(0);
+  expect(b.held).toBe(0n);
+  expect(b.balance).toBe(b.grants - b.usageCredits);
+  expect(b.violations).toEqual([]);
 }
 
 export async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, ms = 10_000, what = 'condition'): Promise<T> {
