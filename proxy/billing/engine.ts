@@ -29,9 +29,9 @@ import type { Billing, ChatCharge, ChatQuote, ChatSettlement } from './types.js'
  * shutdown. Settled requests are written in group commits (one transaction for every capture
  * and usage record that queued while the previous one ran) and settle() resolves only once its
  * capture is durable (in the store, or first in a journal that the store is written behind: a
- * table in PostgreSQL, PostgreSQL's default, or a local directory), so the chat handler sends a stream's last event after the charge. A
- * replica that dies leaves its lease behind: its deadline stops moving and the sweeper, which
- * every replica runs, releases it.
+ * table in PostgreSQL, PostgreSQL's default, or a local directory), so the chat handler sends a
+ * stream's last event after the charge. A replica that dies leaves its lease behind: its deadline
+ * stops moving and the sweeper, which every replica runs, releases it.
  */
 
 /** The longest a reader of the books waits for this replica's journaled charges to reach them. */
