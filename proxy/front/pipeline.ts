@@ -74,11 +74,9 @@ export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res:
         });
       }
       if (opts.metrics) {
-        const status = String(res.statusCode);
-        const key = `${routeName}\0${status}`;
-        const labels = () => ({ route: routeName, status });
-        opts.metrics.requests.at(key, labels).inc();
-        opts.metrics.duration.at(key, labels).observe(latencyNs / 1e9);
+        const values = [routeName, String(res.statusCode)] as const;
+        opts.metrics.requests.at(values).inc();
+        opts.metrics.duration.at(values).observe(latencyNs / 1e9);
       }
     });
 

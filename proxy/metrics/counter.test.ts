@@ -16,12 +16,12 @@ describe('KeyedCounter', () => {
       ['gpt', 'image', 2],
     ];
     for (const [model, kind, by] of incs) {
-      // Both ways in: by a key the caller builds, and by labels.
-      if (kind === 'chat') k.at(`${model}\0${kind}\0`, () => ({ model, kind })).inc(by);
+      // Both ways in: by label values in declared order, and by labels.
+      if (kind === 'chat') k.at([model, kind]).inc(by);
       else k.inc({ model, kind }, by);
       c.inc({ model, kind }, by);
     }
-    // A key and labels name the same series.
+    // Values and labels name the same series.
     k.inc({ model: 'gpt', kind: 'chat' }, 1);
     c.inc({ model: 'gpt', kind: 'chat' }, 1);
     expect(await ours.metrics()).toBe(await theirs.metrics());

@@ -1,4 +1,5 @@
 import type { Registry } from 'prom-client';
+import { SeriesTree, type LabelValues } from './series.js';
 
 /** One label set of a counter. */
 export class CounterSeries {
@@ -12,39 +13,31 @@ export class CounterSeries {
 /**
  * A Prometheus counter for the request path, for the reason KeyedHistogram exists: prom-client's
  * Counter validates and hashes its labels on every inc (about 1-2 µs with three to five labels,
- * several times per request). A series is found by a key the caller builds from the label values
- * (or by inc(labels), which joins them in the declared order); it renders the same exposition.
+ * several times per request). A series is found by its label values (SeriesTree); it renders the
+ * same exposition.
  */
-export class KeyedCounter<L extends string> {
-  private readonly series = new Map<string, CounterSeries>();
+export class KeyedCounter<N extends readonly string[]> {
+  private readonly series: SeriesTree<N, CounterSeries>;
   readonly name: string;
   readonly help: string;
   readonly type = 'counter';
   readonly aggregator = 'sum';
-  private readonly labelNames: readonly L[];
 
-  constructor(registry: Registry, o: { name: string; help: string; labelNames: readonly L[] }) {
+  constructor(registry: Registry, o: { name: string; help: string; labelNames: N }) {
     this.name = o.name;
     this.help = o.help;
-    this.labelNames = o.labelNames;
+    this.series = new SeriesTree(o.labelNames, (labels) => new CounterSeries(labels));
     registry.registerMetric(this as unknown as Parameters<Registry['registerMetric']>[0]);
   }
 
-  /** The series of `key`, created with `labels()` the first time the key is seen. */
-  at(key: string, labels: () => Record<L, string>): CounterSeries {
-    let s = this.series.get(key);
-    if (!s) {
-      s = new CounterSeries(labels());
-      this.series.set(key, s);
-    }
-    return s;
+  /** The series of these label values, in the declared order of the label names. */
+  at(values: LabelValues<N>): CounterSeries {
+    return this.series.at(values);
   }
 
-  /** Off the request path: the series of these label values (NUL joins them: it is in no label value). */
-  inc(labels: Record<L, string>, by = 1): void {
-    let key = '';
-    for (const n of this.labelNames) key += `${labels[n]}\0`;
-    this.at(key, () => labels).inc(by);
+  /** Off the request path: the series of these labels. */
+  inc(labels: Readonly<Record<N[number], string>>, by = 1): void {
+    this.series.of(labels).inc(by);
   }
 
   reset(): void {
@@ -52,7 +45,7 @@ export class KeyedCounter<L extends string> {
   }
 
   get(): { name: string; help: string; type: string; aggregator: string; values: { labels: Record<string, string>; value: number }[] } {
-    const values = [...this.series.values()].map((s) => ({ labels: s.labels, value: s.value }));
+    const values = this.series.all.map((s) => ({ labels: s.labels, value: s.value }));
     return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values };
   }
 }

@@ -10,8 +10,6 @@ import { KeyedHistogram } from './histogram.js';
  * never a key, a key name, a prompt, a request id or anything else a client chooses.
  */
 export const GENAI_LABELS = ['gen_ai_operation_name', 'gen_ai_request_model', 'gen_ai_provider_name', 'group', 'backend', 'protocol'] as const;
-export type GenAiLabel = (typeof GENAI_LABELS)[number];
-export type GenAiLabels = Record<GenAiLabel, string>;
 
 /** How a request ended: the outcome label of tollgate_requests_total. */
 export type Outcome = 'ok' | 'cancelled' | 'upstream_error' | 'refused' | 'failed';
@@ -20,16 +18,16 @@ export type Outcome = 'ok' | 'cancelled' | 'upstream_error' | 'refused' | 'faile
 export type StatusClass = '2xx' | '3xx' | '4xx' | '429' | '5xx' | 'timeout' | 'unavailable' | 'aborted';
 
 export interface GenAiMetrics {
-  tokens: KeyedHistogram<GenAiLabel | 'gen_ai_token_type'>;
-  ttft: KeyedHistogram<GenAiLabel>;
-  perOutputToken: KeyedHistogram<GenAiLabel>;
-  duration: KeyedHistogram<GenAiLabel>;
-  creditsCharged: KeyedCounter<'model' | 'group' | 'kind'>;
-  creditsRefunded: KeyedCounter<'model' | 'group' | 'kind'>;
-  requests: KeyedCounter<'route' | 'model' | 'group' | 'outcome' | 'reason'>;
-  upstreamDuration: KeyedHistogram<'backend' | 'gen_ai_provider_name' | 'status_class'>;
-  upstreamRequests: KeyedCounter<'backend' | 'gen_ai_provider_name' | 'status_class'>;
-  failovers: KeyedCounter<'model' | 'backend'>;
+  tokens: KeyedHistogram<readonly [...typeof GENAI_LABELS, 'gen_ai_token_type']>;
+  ttft: KeyedHistogram<typeof GENAI_LABELS>;
+  perOutputToken: KeyedHistogram<typeof GENAI_LABELS>;
+  duration: KeyedHistogram<typeof GENAI_LABELS>;
+  creditsCharged: KeyedCounter<readonly ['model', 'group', 'kind']>;
+  creditsRefunded: KeyedCounter<readonly ['model', 'group', 'kind']>;
+  requests: KeyedCounter<readonly ['route', 'model', 'group', 'outcome', 'reason']>;
+  upstreamDuration: KeyedHistogram<readonly ['backend', 'gen_ai_provider_name', 'status_class']>;
+  upstreamRequests: KeyedCounter<readonly ['backend', 'gen_ai_provider_name', 'status_class']>;
+  failovers: KeyedCounter<readonly ['model', 'backend']>;
   taskDuration: Histogram<'kind' | 'status'>;
 }
 

@@ -4,8 +4,8 @@ import { KeyedHistogram } from './histogram.js';
 
 export interface GatewayMetrics {
   registry: Registry;
-  requests: KeyedCounter<'route' | 'status'>;
-  duration: KeyedHistogram<'route' | 'status'>;
+  requests: KeyedCounter<readonly ['route', 'status']>;
+  duration: KeyedHistogram<readonly ['route', 'status']>;
   /** 1 for the config version in service; the version label lets dashboards compare replicas. */
   config: Gauge<'version'>;
   configSwaps: Counter;

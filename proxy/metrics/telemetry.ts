@@ -1,17 +1,7 @@
 import type { Registry } from 'prom-client';
 import type { Logger } from '../../kernel/log.js';
 import { accessLine, requestOutcome, type Finished } from './access.js';
-import {
-  backendGauges,
-  backendLabel,
-  genAiMetrics,
-  type BackendState,
-  statusClass,
-  timePerOutputToken,
-  type GenAiLabels,
-  type GenAiMetrics,
-  type StatusClass,
-} from './genai.js';
+import { backendGauges, backendLabel, genAiMetrics, type BackendState, statusClass, timePerOutputToken, type GenAiMetrics, type StatusClass } from './genai.js';
 import { endSpan, SpanKind } from './spans.js';
 import type { Tracing } from './tracing.js';
 import type { IncomingHttpHeaders } from 'node:http';
@@ -66,7 +56,7 @@ export class Telemetry {
     const { outcome, reason } = requestOutcome(f, scope.settled?.status);
     const model = scope.chat?.model ?? '';
     const group = scope.chat?.group ?? f.group ?? '';
-    this.metrics.requests.at(`${f.route}\0${model}\0${group}\0${outcome}\0${reason}`, () => ({ route: f.route, model, group, outcome, reason })).inc();
+    this.metrics.requests.at([f.route, model, group, outcome, reason]).inc();
     if (scope.trace) endRequestSpan(scope, f, outcome, reason);
     const level = f.status >= 500 ? 'warn' : 'info';
     // The line is built only when it is written (a gateway logging at warn skips it).
@@ -105,10 +95,9 @@ export function watchUpstream(s: RequestScope | undefined, backend: BackendRef, 
       : undefined;
   if (child && headers) tracing!.inject(child, headers);
   const record = (cls: StatusClass, status?: number) => {
-    const key = `${label}\0${backend.provider}\0${cls}`;
-    const labels = () => ({ backend: label, gen_ai_provider_name: backend.provider, status_class: cls });
-    m.upstreamRequests.at(key, labels).inc();
-    m.upstreamDuration.at(key, labels).observe(Number(process.hrtime.bigint() - started) / 1e9);
+    const values = [label, backend.provider, cls] as const;
+    m.upstreamRequests.at(values).inc();
+    m.upstreamDuration.at(values).observe(Number(process.hrtime.bigint() - started) / 1e9);
     if (!child) return;
     if (status !== undefined) child.span.setAttribute('http.response.status_code', status);
     const failed = status === undefined || status >= 500 || status === 429;
@@ -127,28 +116,20 @@ export function chatSettled(s: RequestScope | undefined, settled: SettledChat, c
   const provider = s.backend?.provider ?? '';
   const backend = s.backend?.label ?? '';
   const { group, protocol } = s.chat;
-  if (creditsMicro > 0n) m.creditsCharged.at(`${model}\0${group}\0chat\0`, () => ({ model, group, kind: 'chat' })).inc(Number(creditsMicro) / 1e6);
+  if (creditsMicro > 0n) m.creditsCharged.at([model, group, 'chat']).inc(Number(creditsMicro) / 1e6);
   // A request no upstream call reached has no GenAI numbers to give.
   if (s.attempts === 0) return;
-  // One key per request for every GenAI series (the label values joined; NUL is in none of them).
-  const key = `${model}\0${provider}\0${group}\0${backend}\0${protocol}`;
-  const labels = (): GenAiLabels => ({
-    gen_ai_operation_name: 'chat',
-    gen_ai_request_model: model,
-    gen_ai_provider_name: provider,
-    group,
-    backend,
-    protocol,
-  });
-  m.duration.at(key, labels).observe(settled.latencyMs / 1000);
+  // In the order of GENAI_LABELS.
+  const values = ['chat', model, provider, group, backend, protocol] as const;
+  m.duration.at(values).observe(settled.latencyMs / 1000);
   if (settled.usage) {
-    m.tokens.at(`${key}\0input`, () => ({ ...labels(), gen_ai_token_type: 'input' })).observe(settled.usage.inputTokens);
-    m.tokens.at(`${key}\0output`, () => ({ ...labels(), gen_ai_token_type: 'output' })).observe(settled.usage.outputTokens);
+    m.tokens.at(['chat', model, provider, group, backend, protocol, 'input']).observe(settled.usage.inputTokens);
+    m.tokens.at(['chat', model, provider, group, backend, protocol, 'output']).observe(settled.usage.outputTokens);
   }
   if (settled.ttftMs !== undefined) {
-    m.ttft.at(key, labels).observe(settled.ttftMs / 1000);
+    m.ttft.at(values).observe(settled.ttftMs / 1000);
     const tpot = timePerOutputToken(settled.latencyMs, settled.ttftMs, settled.usage?.outputTokens ?? 0);
-    if (tpot !== undefined) m.perOutputToken.at(key, labels).observe(tpot);
+    if (tpot !== undefined) m.perOutputToken.at(values).observe(tpot);
   }
 }
 
