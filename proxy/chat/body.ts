@@ -68,9 +68,8 @@ function skipValue(s: string, i: number): number {
   return p;
 }
 
-/** The spans of the wanted top-level members (the last one wins, as in JSON.parse). */
-export function scanTopLevel(buf: Buffer, wanted: ReadonlySet<string>): { open: number; members: Map<string, Span> } {
-  const s = buf.toString('latin1');
+/** The spans of the wanted top-level members of the body read as latin1 (the last one wins, as in JSON.parse). */
+function scanTopLevel(s: string, wanted: ReadonlySet<string>): { open: number; members: Map<string, Span> } {
   // charCodeAt past the end is NaN, which no test below matches.
   let p = 0;
   while (isWs(s.charCodeAt(p))) p++;
@@ -113,6 +112,60 @@ export function scanTopLevel(buf: Buffer, wanted: ReadonlySet<string>): { open: 
   return { open, members };
 }
 
+/**
+ * The value of the top-level member `name` of a JSON object, as text: what JSON.parse would
+ * read as `.name`, without reading the rest (an answer runs to hundreds of KB). The member is
+ * usually the last or nearly so (usage is), so the body's last `"name"` key is tried first: it
+ * is the top-level one when what follows its value is top-level members and the closing brace,
+ * none of them spelling a key with escapes. Otherwise the whole object is scanned.
+ */
+export function topLevelMember(buf: Buffer, name: string): string | undefined {
+  const s = buf.toString('latin1');
+  const span = lastMember(s, name) ?? scanTopLevel(s, new Set([name])).members.get(name);
+  return span ? buf.toString('utf8', span.valueStart, span.valueEnd) : undefined;
+}
+
+function lastMember(s: string, name: string): Span | undefined {
+  // From the end: what it reads does not grow with the answer.
+  const keyStart = s.lastIndexOf(`"${name}"`);
+  if (keyStart <= 0) return undefined;
+  // A key follows `{` or `,`; a quote after a backslash is inside a string.
+  let b = keyStart - 1;
+  while (isWs(s.charCodeAt(b))) b--;
+  if (s.charCodeAt(b) !== 123 && s.charCodeAt(b) !== 44) return undefined;
+  let p = keyStart + name.length + 2;
+  while (isWs(s.charCodeAt(p))) p++;
+  if (s.charCodeAt(p) !== 58) return undefined;
+  p++;
+  while (isWs(s.charCodeAt(p))) p++;
+  const valueStart = p;
+  p = skipValue(s, p);
+  const valueEnd = p;
+  // Were the key nested, what follows would close more than one level.
+  for (;;) {
+    while (isWs(s.charCodeAt(p))) p++;
+    const c = s.charCodeAt(p);
+    if (c === 125) {
+      p++;
+      while (isWs(s.charCodeAt(p))) p++;
+      return p === s.length ? { keyStart, valueStart, valueEnd } : undefined;
+    }
+    if (c !== 44) return undefined;
+    p++;
+    while (isWs(s.charCodeAt(p))) p++;
+    if (s.charCodeAt(p) !== QUOTE) return undefined;
+    const k = p;
+    p = skipString(s, p);
+    // A later key spelled with escapes could be the same name.
+    for (let i = k + 1; i < p - 1; i++) if (s.charCodeAt(i) === BACKSLASH) return undefined;
+    while (isWs(s.charCodeAt(p))) p++;
+    if (s.charCodeAt(p) !== 58) return undefined;
+    p++;
+    while (isWs(s.charCodeAt(p))) p++;
+    p = skipValue(s, p);
+  }
+}
+
 const WANTED = new Set(['model', 'stream', 'stream_options', 'max_tokens', 'max_completion_tokens', 'max_output_tokens']);
 
 export interface BodyEdits {
@@ -141,7 +194,7 @@ export function rewriteBody(raw: Buffer, edits: BodyEdits): Buffer {
 }
 
 function splice(raw: Buffer, edits: BodyEdits): Buffer {
-  const { open, members } = scanTopLevel(raw, WANTED);
+  const { open, members } = scanTopLevel(raw.toString('latin1'), WANTED);
   const repl: { start: number; end: number; text: string }[] = [];
   let insert = '';
   const model = members.get('model');

@@ -28,7 +28,7 @@ import { ChatExchange } from './exchange.js';
 import { relayStream } from './relay.js';
 import { decideStream } from './stream-mode.js';
 import { upstreamRequest, type UpstreamRequest } from './upstream-request.js';
-import { scanTopLevel } from './body.js';
+import { topLevelMember } from './body.js';
 
 const ENDPOINTS: Record<ChatProtocol, string> = {
   'chat-completions': '/v1/chat/completions',
@@ -348,16 +348,14 @@ async function relay(ctx: RequestContext, adapter: ProtocolAdapter, exchange: Ch
   return exchange.endStream('ok', concat(result.held));
 }
 
-const USAGE = new Set(['usage']);
-
 /**
  * `{usage}` of an answer, the one member the three protocols report usage in: only that member
  * is parsed (an answer runs to hundreds of KB, and the client gets its bytes unchanged anyway).
  */
 function usageMember(bytes: Buffer): { usage: unknown } | undefined {
   try {
-    const span = scanTopLevel(bytes, USAGE).members.get('usage');
-    return span ? { usage: JSON.parse(bytes.toString('utf8', span.valueStart, span.valueEnd)) } : undefined;
+    const text = topLevelMember(bytes, 'usage');
+    return text === undefined ? undefined : { usage: JSON.parse(text) };
   } catch {
     return undefined;
   }
