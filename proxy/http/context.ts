@@ -14,7 +14,7 @@ export interface RequestContext {
   method: string;
   /** Path without the query string. */
   path: string;
-  query: URLSearchParams;
+  readonly query: URLSearchParams;
   /** Path parameters from the route pattern (":id"). */
   params: Record<string, string>;
   /** process.hrtime.bigint() when the request arrived. */
