@@ -23,9 +23,14 @@
  * What the counts leave out: the kernel's work (a write system call's loopback delivery, a large
  * share of the floor's CPU) and how fast instructions run (cache misses, a vCPU woken from halt).
  * They are a yardstick for the work the process's own code does, beside the CPU figures.
+ *
+ * BENCH_IR_KEEP=1 keeps the dumps, and a copy of each (DUMP.named) in which JIT code carries the
+ * JavaScript function's name from V8's perf map (the target then runs with --perf-basic-prof):
+ * `callgrind_annotate --tree=caller DUMP.named` tells which function calls a builtin or the
+ * runtime. BENCH_NODE_FLAGS adds Node or V8 flags to the target's command line.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -43,6 +48,7 @@ const windows = envNumber('BENCH_IR_WINDOWS', 5);
 const perWindow = envNumber('BENCH_IR_REQUESTS', 1_000);
 const connections = envNumber('BENCH_CONNECTIONS', 1);
 const idleSeconds = envNumber('BENCH_IR_IDLE_SECONDS', 60);
+const keep = process.env.BENCH_IR_KEEP === '1';
 const modes = (process.env.BENCH_IR_MODES ?? 'json,stream').split(',').filter((m): m is 'json' | 'stream' => m === 'json' || m === 'stream');
 
 interface Target {
@@ -66,7 +72,8 @@ const AREAS: [string, RegExp][] = [
   [COMPILERS, /v8::internal::(compiler|maglev|baseline|wasm::|Compiler|OptimizingCompile|Parser|Scanner|PreParser|AstNode|Bytecode)|turboshaft|liftoff/i],
   [
     GC,
-    /v8::internal::(Scaveng|MarkCompact|Heap|Sweeper|Marking|Evacuat|MemoryChunk|MemoryAllocator|ConcurrentMarking|MinorM|IncrementalMarking|PagedSpace|Page::|Remembered|SlotSet|ObjectVisitor)|heap::base|cppgc/,
+    // A scavenge's root visit (the startup and shared object caches) is V8's C++, named apart from the heap's.
+    /v8::internal::(Scaveng|MarkCompact|Heap|Sweeper|Marking|Evacuat|MemoryChunk|MemoryAllocator|ConcurrentMarking|MinorM|IncrementalMarking|PagedSpace|Page::|Remembered|SlotSet|ObjectVisitor|RootScavengeVisitor|SerializerDeserializer::Iterate|\(anonymous namespace\)::IterateObjectCache)|heap::base|cppgc/,
   ],
   ['JavaScript (JIT code and builtins)', /^(\?\?\?:0x|\?\?\?:Builtins_|Builtins_)/],
   ['libc', /libc\.so|ld-linux/],
@@ -132,6 +139,12 @@ async function measure(t: Target, mode: 'json' | 'stream', simUrl: string): Prom
     `--callgrind-out-file=${out}`,
     await imageNode(),
     '--no-memory-reducer',
+    // For the same reason V8 shrinks the young generation, and under valgrind it scavenged every
+    // 20-30 requests in some runs and every 500-1,000 in others; natively (--trace-gc, 20,000
+    // requests at 1 and at 50 connections) it grows to its largest and scavenges every ~600.
+    '--min-semi-space-size=16',
+    ...(keep ? ['--perf-basic-prof'] : []),
+    ...(process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean),
     compiledServers(),
   ];
   const child: ChildProcess = spawn('valgrind', [...args, t.name === 'floor' ? 'floor' : 'gateway', simUrl], {
@@ -191,10 +204,44 @@ async function measure(t: Target, mode: 'json' | 'stream', simUrl: string): Prom
     const killer = setTimeout(() => child.kill('SIGKILL'), 60_000);
     await exited;
     clearTimeout(killer);
-    // BENCH_IR_KEEP=1: the dumps stay, for callgrind_annotate or KCachegrind.
-    if (process.env.BENCH_IR_KEEP === '1') process.stderr.write(`${t.name} ${mode}: dumps kept in ${dir}\n`);
-    else rmSync(dir, { recursive: true, force: true });
+    if (keep) {
+      const map = `/tmp/perf-${child.pid}.map`;
+      for (let d = 1; existsSync(`${out}.${d}`); d++) nameJitCode(map, `${out}.${d}`);
+      rmSync(map, { force: true });
+      process.stderr.write(`${t.name} ${mode}: dumps kept in ${dir}, and as DUMP.named with JIT code named\n`);
+    } else rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * A copy of a callgrind dump in which JIT code, which callgrind knows only by address, is named
+ * after the entry of V8's perf map (--perf-basic-prof) that holds the address.
+ */
+function nameJitCode(map: string, dump: string): void {
+  if (!existsSync(map)) return;
+  const code = readFileSync(map, 'utf8')
+    .split('\n')
+    .flatMap((line) => {
+      const m = /^([0-9a-f]+) ([0-9a-f]+) (.*)$/.exec(line);
+      return m ? [{ start: parseInt(m[1]!, 16), size: parseInt(m[2]!, 16), name: m[3]!.replace(/\s+/g, '_') }] : [];
+    })
+    .sort((a, b) => a.start - b.start);
+  const at = (address: number) => {
+    let lo = 0;
+    let hi = code.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (code[mid]!.start <= address) lo = mid;
+      else hi = mid - 1;
+    }
+    const c = code[lo];
+    return c && c.start <= address && address < c.start + c.size ? c.name : undefined;
+  };
+  const named = readFileSync(dump, 'utf8').replace(/^(c?fn=\(\d+\)) 0x([0-9a-f]+)$/gm, (line, head: string, hex: string) => {
+    const name = at(parseInt(hex, 16));
+    return name ? `${head} ${name}` : line;
+  });
+  writeFileSync(`${dump}.named`, named);
 }
 
 const kilo = (n: number) => `${(n / 1000).toFixed(0)}k`;
