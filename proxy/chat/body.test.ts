@@ -64,6 +64,20 @@ describe('rewriteBody', () => {
     expect(out.toString()).toBe('{ "messages" : [ {"content":"caf\\u00e9 \\"q\\" 1e3"} ], "model":"théirs",  "temperature": 1.0E0 }');
   });
 
+  it('passes the body on as it came when the model is the one the client named and nothing else changes', () => {
+    const raw = Buffer.from('{"model":"gpt-4o","model":"m\\u0069ne","stream":true,"stream_options":{"include_usage":true}}');
+    const json = JSON.parse(raw.toString()) as Record<string, unknown>;
+    expect(rewriteBody(raw, { model: 'mine', json, includeUsage: true })).toBe(raw);
+    // Any edit still splices, and the last "model" is the one edited.
+    expect(rewriteBody(raw, { model: 'mine', json, cap: { key: 'max_tokens', value: 5 } }).toString()).toBe(
+      '{"max_tokens":5,"model":"gpt-4o","model":"mine","stream":true,"stream_options":{"include_usage":true}}',
+    );
+    const noUsage = Buffer.from('{"model":"mine","stream":true}');
+    expect(rewriteBody(noUsage, { model: 'mine', json: { model: 'mine', stream: true }, includeUsage: true }).toString()).toBe(
+      '{"stream_options":{"include_usage":true},"model":"mine","stream":true}',
+    );
+  });
+
   it('edits no member whose key differs from a wanted name in one letter', () => {
     const raw = Buffer.from('{"model":"c","Model":"a","modeL":"b","streaM":false,"max_tokenz":1}');
     const out = rewriteBody(raw, {

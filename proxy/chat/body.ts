@@ -182,6 +182,9 @@ export interface BodyEdits {
 
 /** The client's body with only the edited members changed. Falls back to JSON.stringify if the scan fails. */
 export function rewriteBody(raw: Buffer, edits: BodyEdits): Buffer {
+  // Nothing to change (the backend's model is the name the client sent): the body as it came,
+  // without scanning it (about 15k instructions for a 2 KB body, more for an agent's 100 KB).
+  if (edits.json.model === edits.model && !edits.forceStream && !edits.cap && !(edits.includeUsage && !includesUsage(edits.json))) return raw;
   try {
     return splice(raw, edits);
   } catch {
@@ -191,6 +194,11 @@ export function rewriteBody(raw: Buffer, edits: BodyEdits): Buffer {
     if (edits.cap) copy[edits.cap.key] = edits.cap.value;
     return Buffer.from(JSON.stringify(copy));
   }
+}
+
+function includesUsage(json: Record<string, unknown>): boolean {
+  const so = json.stream_options;
+  return !!so && typeof so === 'object' && (so as Record<string, unknown>).include_usage === true;
 }
 
 function splice(raw: Buffer, edits: BodyEdits): Buffer {
@@ -206,14 +214,12 @@ function splice(raw: Buffer, edits: BodyEdits): Buffer {
     if (s) repl.push({ start: s.valueStart, end: s.valueEnd, text: 'true' });
     else insert += '"stream":true,';
   }
-  if (edits.includeUsage) {
+  if (edits.includeUsage && !includesUsage(edits.json)) {
     const so = members.get('stream_options');
     const current = edits.json.stream_options;
-    if (!(current && typeof current === 'object' && (current as Record<string, unknown>).include_usage === true)) {
-      const value = JSON.stringify({ ...(current && typeof current === 'object' ? current : {}), include_usage: true });
-      if (so) repl.push({ start: so.valueStart, end: so.valueEnd, text: value });
-      else insert += `"stream_options":${value},`;
-    }
+    const value = JSON.stringify({ ...(current && typeof current === 'object' ? current : {}), include_usage: true });
+    if (so) repl.push({ start: so.valueStart, end: so.valueEnd, text: value });
+    else insert += `"stream_options":${value},`;
   }
   if (edits.cap) {
     const m = members.get(edits.cap.key);
