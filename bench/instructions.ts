@@ -139,9 +139,10 @@ async function measure(t: Target, mode: 'json' | 'stream', simUrl: string): Prom
     `--callgrind-out-file=${out}`,
     await imageNode(),
     '--no-memory-reducer',
-    // For the same reason V8 shrinks the young generation, and under valgrind it scavenged every
-    // 20-30 requests in some runs and every 500-1,000 in others; natively (--trace-gc, 20,000
-    // requests at 1 and at 50 connections) it grows to its largest and scavenges every ~600.
+    // V8 also shrinks the young generation when the allocation rate per millisecond looks low:
+    // under valgrind it scavenged every 20-30 requests in some runs and every 500-1,000 in others;
+    // natively (--trace-gc, 20,000 requests at 1 and at 50 connections) it grows to its largest
+    // and scavenges every ~600.
     '--min-semi-space-size=16',
     ...(keep ? ['--perf-basic-prof'] : []),
     ...(process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean),
@@ -292,7 +293,7 @@ async function main(): Promise<void> {
     SECTION,
     '',
     `${measuredBy('npm run bench:instructions')}.`,
-    `Each target compiled, on ${process.env.BENCH_NODE === 'current' ? `Node ${process.version}` : "the image's Node (24)"}, under valgrind's callgrind; ${warmup.toLocaleString('en')} requests uninstrumented first, then ${windows} windows of ${perWindow.toLocaleString('en')} requests counted, ${connections} connection${connections === 1 ? '' : 's'}, the same 2 KB chat request as "Chat overhead". Instructions are user space only, every thread of the process (V8's compiler and GC threads, libuv's pool, PGlite's worker); the kernel's share of a system call is not in them. Under valgrind a request takes 10-50 times as long, so what runs by the clock would weigh that much more per request: the process's rate with no request (${idleSeconds} s after the warm-up: timers, the store's upkeep) is taken out of each window in proportion to its length ("idle taken out"), and V8's memory reducer, which under valgrind takes every allocation rate for an idle one, is off (\`--no-memory-reducer\`).`,
+    `Each target compiled, on ${process.env.BENCH_NODE === 'current' ? `Node ${process.version}` : "the image's Node (24)"}, under valgrind's callgrind; ${warmup.toLocaleString('en')} requests uninstrumented first, then ${windows} windows of ${perWindow.toLocaleString('en')} requests counted, ${connections} connection${connections === 1 ? '' : 's'}, the same 2 KB chat request as "Chat overhead". Instructions are user space only, every thread of the process (V8's compiler and GC threads, libuv's pool, PGlite's worker); the kernel's share of a system call is not in them. Under valgrind a request takes 10-50 times as long, so what runs by the clock would weigh that much more per request: the process's rate with no request (${idleSeconds} s after the warm-up: timers, the store's upkeep) is taken out of each window in proportion to its length ("idle taken out"), and V8's memory reducer, which under valgrind takes every allocation rate for an idle one, is off (\`--no-memory-reducer\`); for the same reason the young generation is held at 16 MB (\`--min-semi-space-size=16\`): natively it grows under load, to a scavenge every ~600 requests.`,
     '',
     "| target | mode | instructions per request, without V8's compilers and GC (median window) | windows | × floor | with them (median) | V8's compilers and GC alone (median) | idle taken out, per request | write system calls per request |",
     '|---|---|---:|---:|---:|---:|---:|---:|---:|',
