@@ -29,6 +29,11 @@ async function grant(ev) {
   if ($('grant-note').value.trim()) body.note = $('grant-note').value.trim();
   try {
     const r = await call(`/admin/v1/accounts/${encodeURIComponent(account)}/grants`, { method: 'POST', body });
+    // A new idempotency key for the next grant; resending this form as it was would not grant twice.
+    $('grant-idem').value = crypto.randomUUID();
+    // The table first: when the status appears, the table already shows the balance it names
+    // (a failed reload leaves the old table; the grant itself is done, and the status says so).
+    await loadAccounts().catch(() => {});
     replace(
       'grant-result',
       el(
@@ -37,9 +42,6 @@ async function grant(ev) {
         `Granted ${credits(body.credits)} credits to ${r.account}: balance ${credits(r.balance)}, available ${credits(r.available)}.`,
       ),
     );
-    // A new idempotency key for the next grant; resending this form as it was would not grant twice.
-    $('grant-idem').value = crypto.randomUUID();
-    await loadAccounts();
   } catch (err) {
     showError('grant-result', err);
   }
