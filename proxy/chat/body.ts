@@ -184,7 +184,7 @@ export interface BodyEdits {
 export function rewriteBody(raw: Buffer, edits: BodyEdits): Buffer {
   // Nothing to change (the backend's model is the name the client sent): the body as it came,
   // without scanning it (about 15k instructions for a 2 KB body, more for an agent's 100 KB).
-  if (edits.json.model === edits.model && !edits.forceStream && !edits.cap && !(edits.includeUsage && !includesUsage(edits.json))) return raw;
+  if (edits.json.model === edits.model && !edits.forceStream && !edits.cap && (!edits.includeUsage || includesUsage(edits.json))) return raw;
   try {
     return splice(raw, edits);
   } catch {
