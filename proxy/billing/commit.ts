@@ -22,7 +22,11 @@ export interface UsageRecord {
 
 /** A settled request waiting for its group commit. */
 export interface CaptureItem {
-  /** Unique per request (never the client-chosen request id): the usage record's operation id, which makes a replayed request a no-op. */
+  /**
+   * Unique per request (never the client-chosen request id): the usage record's operation id,
+   * which makes a replayed request a no-op. Made by this process of characters JSON writes as they
+   * are (commitLine does not escape it).
+   */
   operationId: string;
   /** The lease the request was served from; its captures shrink it. */
   leaseId: string | undefined;
@@ -86,6 +90,45 @@ export function commitRecord(i: CaptureItem): CommitRecord {
 }
 
 /**
+ * JSON.stringify(commitRecord(i)), written out by hand: on Node 24 JSON.stringify checks every
+ * character of every key and value for escapes, about 13k instructions for this record (callgrind;
+ * a third of what billing adds to a request after the store's round trip). Here the keys are
+ * literal; the names a request shares with others (key, account, group, models) are escaped once
+ * and remembered; the request and lease ids are escaped each time; what this process makes
+ * itself (the operation id, the enums, the credits' digits) needs no escaping. Measured alone:
+ * 7.6k instructions against 13.3k, the line flattened in both.
+ */
+export function commitLine(i: CaptureItem): string {
+  const r = i.record;
+  const u = r.usage;
+  const lease = i.leaseId === undefined ? 'null' : JSON.stringify(i.leaseId);
+  const ttft = r.ttftMs === undefined ? 'null' : num(Math.round(r.ttftMs));
+  return (
+    `{"o":"${i.operationId}","l":${lease},"r":${JSON.stringify(r.requestId)},"kn":${quoted(r.keyName)},"kh":${quoted(r.keyHash)},` +
+    `"a":${quoted(r.account)},"g":${quoted(r.group)},"m":${quoted(r.model)},"um":${quoted(r.upstreamModel)},"p":"${r.protocol}",` +
+    `"it":${num(u.inputTokens)},"ct":${num(u.cachedInputTokens)},"wt":${num(u.cacheWriteTokens)},"ot":${num(u.outputTokens)},"rt":${num(u.reasoningTokens)},` +
+    `"c":"${r.credits}","us":"${r.usageSource}","s":"${r.status}","hs":${num(r.httpStatus)},"ms":${num(Math.round(r.latencyMs))},"tt":${ttft}}`
+  );
+}
+
+/** Names from the config, escaped: as many as it has (a config that changes for years may leave more: then it starts over). */
+const names = new Map<string, string>();
+
+function quoted(name: string): string {
+  let q = names.get(name);
+  if (q === undefined) {
+    if (names.size >= 10_000) names.clear();
+    names.set(name, (q = JSON.stringify(name)));
+  }
+  return q;
+}
+
+/** As JSON.stringify writes a number: NaN and the infinities are null. */
+function num(n: number): string {
+  return Number.isFinite(n) ? `${n}` : 'null';
+}
+
+/**
  * Writes many requests' usage records and their charges with ONE statement whatever the batch
  * size: the billing_commit() function of migration 007 (atomic on its own, so no BEGIN/COMMIT
  * round trips; the batch goes as one JSON parameter, since PGlite pays per statement and per
@@ -98,7 +141,7 @@ export function commitRecord(i: CaptureItem): CommitRecord {
 export function writeCaptures(q: Queryable, items: CaptureItem[]): Promise<{ applied: number; lostLeases: Set<string> }> {
   return writeCommitLines(
     q,
-    items.map((i) => JSON.stringify(commitRecord(i))),
+    items.map((i) => commitLine(i)),
   );
 }
 

@@ -6,7 +6,7 @@ import type { Registry } from 'prom-client';
 import { FailureLog } from '../../kernel/failure-log.js';
 import type { Logger } from '../../kernel/log.js';
 import type { Store } from '../store/index.js';
-import { commitRecord } from './commit.js';
+import { commitLine } from './commit.js';
 import { GroupCommit } from './group-commit.js';
 import { BillingJournal, LOCK_STALE_MS, type ChargeJournal, type JournalSegment } from './journal.js';
 import { Leases, type AccountLease } from './leases.js';
@@ -209,29 +209,27 @@ export class BillingEngine implements Billing {
       key.unflushed += cost;
     }
     const usage = o.usage ?? { inputTokens: 0, cachedInputTokens: 0, cacheWriteTokens: 0, outputTokens: 0, reasoningTokens: 0 };
-    const line = JSON.stringify(
-      commitRecord({
-        operationId,
-        leaseId,
-        record: {
-          requestId: quote.requestId,
-          keyName: quote.keyName,
-          keyHash: quote.keyHash,
-          account: quote.account,
-          group: quote.group,
-          model: quote.model,
-          upstreamModel: o.upstreamModel,
-          protocol: quote.protocol,
-          usage,
-          credits: cost,
-          usageSource: o.usage ? o.usageSource : 'estimated',
-          status: o.status,
-          httpStatus: o.httpStatus,
-          latencyMs: o.latencyMs,
-          ...(o.ttftMs !== undefined ? { ttftMs: o.ttftMs } : {}),
-        },
-      }),
-    );
+    const line = commitLine({
+      operationId,
+      leaseId,
+      record: {
+        requestId: quote.requestId,
+        keyName: quote.keyName,
+        keyHash: quote.keyHash,
+        account: quote.account,
+        group: quote.group,
+        model: quote.model,
+        upstreamModel: o.upstreamModel,
+        protocol: quote.protocol,
+        usage,
+        credits: cost,
+        usageSource: o.usage ? o.usageSource : 'estimated',
+        status: o.status,
+        httpStatus: o.httpStatus,
+        latencyMs: o.latencyMs,
+        ttftMs: o.ttftMs,
+      },
+    });
     // Not written (the journal or the store kept failing): nothing was charged, so the lease still has it.
     const undo = () => {
       if (acct.leaseId === leaseId) acct.remaining += settles;

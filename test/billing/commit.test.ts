@@ -1,6 +1,7 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { disposeStore, storeCases } from '../support/stores.js';
-import { writeCaptures, type CaptureItem } from '../../proxy/billing/commit.js';
+import { commitLine, commitRecord, writeCaptures, type CaptureItem } from '../../proxy/billing/commit.js';
 import { accountState, credit, hold, keySpent, release, verifyLedger } from '../../proxy/billing/ledger.js';
 
 const later = () => new Date(Date.now() + 60_000);
@@ -24,6 +25,62 @@ const item = (credits: bigint, leaseId: string | undefined, keyHash = 'k1'): Cap
     httpStatus: 200,
     latencyMs: 1,
   },
+});
+
+describe("a capture's journal line", () => {
+  it('is JSON.stringify of its record, whatever the names, ids and numbers hold', () => {
+    // Names and ids as anything a config or a client could put there: quotes, backslashes,
+    // control characters, lone surrogates, any Unicode. The operation id as the engine makes it.
+    const text = fc.oneof(fc.string({ unit: 'binary' }), fc.constantFrom('"', '\\', '\n', '\u0000', '\ud800', 'a"b\\c', 'plain-name'));
+    const count = fc.oneof(fc.nat(), fc.integer(), fc.constantFrom(Number.NaN, Infinity, -0, 1e21));
+    const item = fc.record({
+      operationId: fc.tuple(fc.base64String(), fc.nat()).map(([p, k]) => `chat:${p.replace(/[+/=]/g, '_')}.${k.toString(36)}`),
+      leaseId: fc.option(text, { nil: undefined }),
+      record: fc.record(
+        {
+          requestId: text,
+          keyName: text,
+          keyHash: text,
+          account: text,
+          group: text,
+          model: text,
+          upstreamModel: text,
+          protocol: fc.constantFrom('chat-completions' as const, 'responses' as const, 'messages' as const),
+          usage: fc.record({ inputTokens: count, cachedInputTokens: count, cacheWriteTokens: count, outputTokens: count, reasoningTokens: count }),
+          credits: fc.bigInt(),
+          usageSource: fc.constantFrom('reported' as const, 'estimated' as const),
+          status: fc.constantFrom('ok', 'upstream_error', 'cancelled', 'failed'),
+          httpStatus: fc.integer({ min: 0, max: 999 }),
+          latencyMs: fc.oneof(fc.double(), fc.double({ min: 0, max: 1e6 })),
+          ttftMs: fc.oneof(fc.double(), fc.double({ min: 0, max: 1e6 })),
+        },
+        {
+          requiredKeys: [
+            'requestId',
+            'keyName',
+            'keyHash',
+            'account',
+            'group',
+            'model',
+            'upstreamModel',
+            'protocol',
+            'usage',
+            'credits',
+            'usageSource',
+            'status',
+            'httpStatus',
+            'latencyMs',
+          ],
+        },
+      ),
+    });
+    fc.assert(
+      fc.property(item, (i) => {
+        expect(commitLine(i as CaptureItem)).toBe(JSON.stringify(commitRecord(i as CaptureItem)));
+      }),
+      { numRuns: 2_000 },
+    );
+  });
 });
 
 for (const c of storeCases({ thread: true })) {
