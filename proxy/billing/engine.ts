@@ -124,7 +124,7 @@ export class BillingEngine implements Billing {
       this.journal,
       this.metrics,
       () => this.inflight,
-      () => this.spend.afterCommit(),
+      (limitedKeys) => this.spend.afterCommit(limitedKeys),
     );
     if (this.local) {
       const j = this.local;
@@ -245,7 +245,7 @@ export class BillingEngine implements Billing {
       throw err;
     }
     const stored = this.commits
-      .enqueue(line, seg)
+      .enqueue(line, seg, key ? quote.keyHash : undefined)
       .then(
         () => {
           if (key) {

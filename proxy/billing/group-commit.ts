@@ -10,6 +10,8 @@ interface Queued {
   line: string;
   /** The journal segment that already holds it durably, if the engine has a journal. */
   seg: JournalSegment | undefined;
+  /** The key's hash when the key has a spend limit: its spend is re-read after the commit. */
+  limitedKey: string | undefined;
   resolve(): void;
   reject(err: Error): void;
 }
@@ -43,8 +45,11 @@ export class GroupCommit {
     private readonly metrics: BillingMetrics | undefined,
     /** Chat requests holding credits (admitted, not yet settled): a commit lingers while more are coming. */
     private readonly inflight: () => number,
-    /** Runs after each commit that landed, its requests settled, before the next commit can start. */
-    private readonly afterCommit?: () => Promise<void>,
+    /**
+     * Runs after each commit that landed, its requests settled, before the next commit can start;
+     * told the limited keys the commit charged.
+     */
+    private readonly afterCommit?: (limitedKeys: ReadonlySet<string>) => Promise<void>,
   ) {}
 
   /** Nothing queued and nothing being written. */
@@ -52,9 +57,9 @@ export class GroupCommit {
     return this.writer === undefined && this.queue.length === 0;
   }
 
-  enqueue(line: string, seg: JournalSegment | undefined): Promise<void> {
+  enqueue(line: string, seg: JournalSegment | undefined, limitedKey?: string): Promise<void> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ line, seg, resolve, reject });
+      this.queue.push({ line, seg, limitedKey, resolve, reject });
       this.queued++;
       if (this.queue.length >= this.settings.maxBatch) this.endLinger?.();
       this.kick();
@@ -148,7 +153,9 @@ export class GroupCommit {
     } finally {
       this.finished += batch.length;
     }
-    await this.afterCommit?.().catch((err: Error) => this.log.warn('billing: reading back after a group commit failed', { error: err.message }));
+    const limitedKeys = new Set<string>();
+    for (const b of batch) if (b.limitedKey !== undefined) limitedKeys.add(b.limitedKey);
+    await this.afterCommit?.(limitedKeys).catch((err: Error) => this.log.warn('billing: reading back after a group commit failed', { error: err.message }));
   }
 
   /**

@@ -1,0 +1,69 @@
+import { describe, expect, it } from 'vitest';
+import { SpendLimits } from '../../proxy/billing/spend-limits.js';
+import { disposeStore, storeCases } from '../support/stores.js';
+
+const hashes = (n: number) => Array.from({ length: n }, (_, i) => `key-${String(i).padStart(4, '0')}`);
+
+for (const c of storeCases()) {
+  describe(`spend limits re-read after a group commit on ${c.name}`, () => {
+    it('reads the busy keys after every commit and the idle ones in turns of 256, so none waits more than a few commits', async () => {
+      const store = await c.open();
+      try {
+        const all = hashes(600);
+        const limits = new SpendLimits(store);
+        for (const h of all) await limits.of(h).loaded;
+        expect(all.every((h) => limits.of(h).stored === 0n)).toBe(true);
+        // A request in flight on one key; another key charged by the commit.
+        limits.of('key-0599').reserved = 5n;
+        const charged = new Set(['key-0598']);
+
+        // Other replicas charged every key meanwhile.
+        const spendAll = (amount: number) =>
+          store.query(
+            `INSERT INTO key_spend (key_hash, spent) SELECT k, $2::bigint FROM json_array_elements_text($1::json) AS t(k)
+               ON CONFLICT (key_hash) DO UPDATE SET spent = EXCLUDED.spent`,
+            [JSON.stringify(all), amount],
+          );
+        const fresh = (amount: bigint) => all.filter((h) => limits.of(h).stored === amount);
+        await spendAll(7);
+
+        await limits.afterCommit(charged);
+        // The two busy keys and the first 256 of the others: not all 600 (85 ms a commit at 10,000 keys).
+        expect(fresh(7n)).toHaveLength(258);
+        expect(fresh(7n)).toEqual(expect.arrayContaining(['key-0598', 'key-0599']));
+        await limits.afterCommit(new Set());
+        expect(fresh(7n)).toHaveLength(2 + 512);
+        await limits.afterCommit(new Set());
+        expect(fresh(7n)).toHaveLength(600);
+
+        // The busy key is read after every commit, not only in its turn.
+        await spendAll(9);
+        await limits.afterCommit(new Set());
+        expect(fresh(9n)).toContain('key-0599');
+        expect(fresh(9n)).not.toContain('key-0598');
+      } finally {
+        await disposeStore(store);
+      }
+    });
+
+    it('reads every key after every commit while it knows no more than 256', async () => {
+      const store = await c.open();
+      try {
+        const all = hashes(256);
+        const limits = new SpendLimits(store);
+        for (const h of all) await limits.of(h).loaded;
+        for (const amount of [3, 4]) {
+          await store.query(
+            `INSERT INTO key_spend (key_hash, spent) SELECT k, $2::bigint FROM json_array_elements_text($1::json) AS t(k)
+               ON CONFLICT (key_hash) DO UPDATE SET spent = EXCLUDED.spent`,
+            [JSON.stringify(all), amount],
+          );
+          await limits.afterCommit(new Set());
+          expect(all.filter((h) => limits.of(h).stored === BigInt(amount))).toHaveLength(256);
+        }
+      } finally {
+        await disposeStore(store);
+      }
+    });
+  });
+}
