@@ -76,7 +76,8 @@ export class SpendLimits {
    * settlements run before any other I/O), so what it reads is `stored` as it stands. Keys in
    * steady use here are never idle for refresh(); this is how they learn what other replicas
    * charged them. Read: the busy keys (charged by this commit, or with requests in flight), and
-   * the others in turn, IDLE_SLICE a commit, so that up to that many every commit reads them all.
+   * the others in turn, IDLE_SLICE a commit: while it knows no more keys than that, every commit
+   * reads them all.
    * Reading every known key after every commit, as until 2026-11-29, took PostgreSQL about 3 µs a
    * key, which the next commit waited for (10,000 keys: 31 ms a commit; `npm run bench:spend-limits`).
    */
