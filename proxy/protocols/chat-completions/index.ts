@@ -3,7 +3,7 @@ import type { Usage } from '../../ir/usage.js';
 import { usageFromChat } from '../../ir/wire-usage.js';
 
 export { usageFromChat };
-import { hasObjectField, obj, parseObject, stringValueLength } from '../scan.js';
+import { hasObjectField, jsonKey, obj, parseObject, stringValueLength } from '../scan.js';
 import type { ChatRequestInfo, ProtocolAdapter, StreamTap } from '../types.js';
 import { encodeJsonEvent } from '../../sse/index.js';
 import { parseWire } from '../validate.js';
@@ -19,7 +19,8 @@ export const ChatCompletionsRequest = z.looseObject({
   n: z.number({ error: 'n must be a positive integer' }).int('n must be a positive integer').positive('n must be a positive integer').nullish(),
 });
 
-const TEXT_KEYS = ['"content":"', '"arguments":"', '"reasoning_content":"', '"refusal":"'] as const;
+const TEXT_KEYS = ['"content":"', '"arguments":"', '"reasoning_content":"', '"refusal":"'].map(jsonKey);
+const USAGE = jsonKey('"usage"');
 
 class ChatTap implements StreamTap {
   usage: Usage | null = null;
@@ -39,7 +40,7 @@ class ChatTap implements StreamTap {
       this.failed = true;
       return;
     }
-    if (hasObjectField(data, '"usage"')) {
+    if (hasObjectField(data, USAGE)) {
       const u = usageFromChat(parseObject(data)?.usage);
       if (u) {
         this.usage = u;

@@ -3,7 +3,7 @@ import type { Usage } from '../../ir/usage.js';
 import { usageFromMessages } from '../../ir/wire-usage.js';
 
 export { usageFromMessages };
-import { eventType, obj, parseObject, stringValueLength } from '../scan.js';
+import { eventType, jsonKey, obj, parseObject, stringValueLength } from '../scan.js';
 import type { ChatRequestInfo, ProtocolAdapter, StreamTap } from '../types.js';
 import { encodeJsonEvent } from '../../sse/index.js';
 import { parseWire } from '../validate.js';
@@ -24,7 +24,7 @@ export const CountTokensRequest = z.looseObject({
   messages: z.array(z.unknown(), { error: 'messages: Field required (an array of messages)' }),
 });
 
-const TEXT_KEYS = ['"text":"', '"partial_json":"', '"thinking":"'] as const;
+const TEXT_KEYS = ['"text":"', '"partial_json":"', '"thinking":"'].map(jsonKey);
 
 class MessagesTap implements StreamTap {
   usage: Usage | null = null;

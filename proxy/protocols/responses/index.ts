@@ -3,7 +3,7 @@ import type { Usage } from '../../ir/usage.js';
 import { usageFromResponses } from '../../ir/wire-usage.js';
 
 export { usageFromResponses };
-import { eventType, obj, parseObject, stringValueLength } from '../scan.js';
+import { eventType, jsonKey, obj, parseObject, stringValueLength } from '../scan.js';
 import type { ChatRequestInfo, ProtocolAdapter, StreamTap } from '../types.js';
 import { encodeJsonEvent } from '../../sse/index.js';
 import { parseWire } from '../validate.js';
@@ -17,7 +17,7 @@ export const ResponsesRequest = z.looseObject({
 });
 
 const TERMINAL = new Set(['response.completed', 'response.incomplete', 'response.failed']);
-const TEXT_KEYS = ['"delta":"'] as const;
+const TEXT_KEYS = ['"delta":"'].map(jsonKey);
 
 /** The event type from `event:`, else from the data's "type" (servers that omit event lines). */
 class ResponsesTap implements StreamTap {
