@@ -2,26 +2,23 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { eventType, hasObjectField, jsonKey, stringValueLength } from './scan.js';
 
-// The scans as they were written first, with indexOf on the whole key: the reference the faster
-// search (from the key's second character) must agree with on any input.
+// The reference the scans must agree with on any input: a plain indexOf of the whole quoted key
+// (what they did before looking for it from its second character), and a string's end read by a
+// regular expression (escape pairs skipped) rather than by counting backslashes.
 function indexOfQuoted(data: string, quoted: string, from: number): number {
   return data.indexOf(quoted, from);
 }
+
+const STRING_BODY = /^(?:[^"\\]|\\[\s\S])*/;
 
 function referenceValueLength(data: string, keys: string[]): number {
   for (const key of keys) {
     const at = indexOfQuoted(data, key, 0);
     if (at === -1) continue;
     const start = at + key.length;
-    let i = start;
-    for (;;) {
-      const q = data.indexOf('"', i);
-      if (q === -1) return data.length - start;
-      let bs = 0;
-      for (let k = q - 1; k >= start && data.charCodeAt(k) === 92; k--) bs++;
-      if (bs % 2 === 0) return q - start;
-      i = q + 1;
-    }
+    const body = STRING_BODY.exec(data.slice(start))![0].length;
+    // Unterminated (no closing quote, or a lone backslash last): the rest of the data.
+    return data.charCodeAt(start + body) === 34 ? body : data.length - start;
   }
   return 0;
 }
@@ -44,6 +41,8 @@ function referenceHasObject(data: string, name: string): boolean {
 const piece = fc.constantFrom(
   '"',
   '\\',
+  '\\\\',
+  '\\"',
   ':',
   '{',
   '}',
@@ -90,6 +89,8 @@ describe('JSON key scans', () => {
     expect(hasObjectField('"usage"usage"{', usage)).toBe(false);
     // `xcontent":"` holds the key's bare form without its quote: a false start.
     expect(stringValueLength('{"xcontent":"q","content":"abc\\"d"}', [jsonKey('"content":"')])).toBe(6);
+    // An escaped backslash before the quote: the string ends there.
+    expect(stringValueLength('{"content":"a\\\\"}', [jsonKey('"content":"')])).toBe(3);
     expect(() => jsonKey('usage')).toThrow(/quote/);
   });
 });
