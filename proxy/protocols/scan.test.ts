@@ -5,15 +5,11 @@ import { eventType, hasObjectField, jsonKey, stringValueLength } from './scan.js
 // The reference the scans must agree with on any input: a plain indexOf of the whole quoted key
 // (what they did before looking for it from its second character), and a string's end read by a
 // regular expression (escape pairs skipped) rather than by counting backslashes.
-function indexOfQuoted(data: string, quoted: string, from: number): number {
-  return data.indexOf(quoted, from);
-}
-
 const STRING_BODY = /^(?:[^"\\]|\\[\s\S])*/;
 
 function referenceValueLength(data: string, keys: string[]): number {
   for (const key of keys) {
-    const at = indexOfQuoted(data, key, 0);
+    const at = data.indexOf(key);
     if (at === -1) continue;
     const start = at + key.length;
     const body = STRING_BODY.exec(data.slice(start))![0].length;
@@ -26,7 +22,7 @@ function referenceValueLength(data: string, keys: string[]): number {
 function referenceHasObject(data: string, name: string): boolean {
   let from = 0;
   for (;;) {
-    const at = indexOfQuoted(data, name, from);
+    const at = data.indexOf(name, from);
     if (at === -1) return false;
     let i = at + name.length;
     while (i < data.length && (data.charCodeAt(i) === 32 || data.charCodeAt(i) === 58)) i++;
