@@ -35,13 +35,25 @@ export interface RelayOptions {
 
 export async function relayStream(o: RelayOptions): Promise<RelayResult> {
   const { res, tap } = o;
+  let terminal = false;
   // Where, in the chunk being pushed, the terminal event begins (-1: in an earlier chunk).
   let terminalAt = -1;
+  // Events whose accounting (usage, text bytes) waits until their chunk has been sent: where to
+  // split needs only the terminal check. Counted by callgrind on a chunk of 15 chat completion
+  // events (Node 24): parsing 26k instructions, the terminal checks 3k, the accounting 35k, which
+  // was all before the chunk's first byte.
+  const unread: string[] = [];
   const parser = new SseParser((event, data) => {
-    const was = tap.terminal;
-    tap.event(event, data);
-    if (!was && tap.terminal) terminalAt = parser.chunkEventStart;
+    if (!terminal && tap.ends(event, data)) {
+      terminal = true;
+      terminalAt = parser.chunkEventStart;
+    }
+    unread.push(event, data);
   });
+  const read = () => {
+    for (let i = 0; i < unread.length; i += 2) tap.event(unread[i]!, unread[i + 1]!);
+    unread.length = 0;
+  };
   let pending: Buffer[] = [];
   let firstByteAt: bigint | undefined;
   let clientGone = o.clientSignal.aborted;
@@ -50,22 +62,25 @@ export async function relayStream(o: RelayOptions): Promise<RelayResult> {
     firstByteAt ??= process.hrtime.bigint();
     const data = bufs.length === 1 ? bufs[0]! : Buffer.concat(bufs);
     coalesce(res);
+    // Queued after coalesce's uncork: the events are read once they are on their way.
+    process.nextTick(read);
     if (!res.write(data)) await drained(res, o.clientSignal);
     if (o.clientSignal.aborted) clientGone = true;
   };
   try {
     for await (const chunk of o.body as AsyncIterable<Buffer>) {
+      read(); // a chunk that was not written (held, or the client gone) is read by the next one
       if (o.clientSignal.aborted) {
         clientGone = true;
         if (!o.drain) break;
       }
-      const wasTerminal = tap.terminal;
+      const wasTerminal = terminal;
       const tail = parser.push(chunk);
       if (clientGone) {
         pending = [];
         continue;
       }
-      if (tap.terminal) {
+      if (terminal) {
         // From the terminal event on, everything waits for settlement; the events before it in
         // the same chunk go out now (a stream that arrives in one piece still shows its first
         // events before the charge is written).
@@ -89,12 +104,17 @@ export async function relayStream(o: RelayOptions): Promise<RelayResult> {
       await write(out);
     }
     parser.end();
+    // A stream that ended in the burst that carried its last events: they are sent (the uncork,
+    // then read(), queued as ticks) before the caller settles.
+    if (unread.length > 0) await new Promise<void>((resolve) => process.nextTick(resolve));
+    read();
     return { ended: !clientGone || o.drain, clientGone, held: clientGone ? [] : pending, firstByteAt };
   } catch (error) {
     parser.end();
+    read();
     clientGone ||= o.clientSignal.aborted;
     // A half event is dropped: the caller appends the protocol's error event instead.
-    const whole = tap.terminal ? pending : [];
+    const whole = terminal ? pending : [];
     return { ended: false, clientGone, error: clientGone ? undefined : error, held: clientGone ? [] : whole, firstByteAt };
   }
 }

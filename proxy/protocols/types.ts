@@ -21,6 +21,11 @@ export interface ChatRequestInfo {
  * output text was delivered (the basis of an estimate when no usage arrives).
  */
 export interface StreamTap {
+  /**
+   * Whether this event ends the stream (the one `event` would mark `terminal`). Cheap, because a
+   * relay asks it of every event before their chunk is written, and reads them (`event`) after.
+   */
+  ends(event: string, data: string): boolean;
   event(event: string, data: string): void;
   /** Usage reported so far (may be partial until `final`). */
   usage: Usage | null;

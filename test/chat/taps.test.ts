@@ -1,10 +1,20 @@
 import { describe, expect, it } from 'vitest';
 import { PROTOCOLS } from '../../proxy/protocols/index.js';
 
-/** Feeds (event, data) pairs to a fresh tap of the protocol. */
+/**
+ * Feeds (event, data) pairs to a fresh tap of the protocol. Each event is also given alone to a
+ * fresh tap: the relay holds back from where `ends` says the stream ends, and reads the events
+ * (`event`) only after they were sent, so the two must agree on every event.
+ */
 function tap(protocol: keyof typeof PROTOCOLS, events: [string, unknown][]) {
   const t = PROTOCOLS[protocol].createTap();
-  for (const [e, d] of events) t.event(e, typeof d === 'string' ? d : JSON.stringify(d));
+  for (const [e, d] of events) {
+    const data = typeof d === 'string' ? d : JSON.stringify(d);
+    const alone = PROTOCOLS[protocol].createTap();
+    alone.event(e, data);
+    expect(t.ends(e, data), `ends(${e}, ${data})`).toBe(alone.terminal);
+    t.event(e, data);
+  }
   return t;
 }
 
@@ -49,6 +59,12 @@ describe('usage taps', () => {
     const quoted = tap('chat-completions', [['', { choices: [{ delta: { content: '{"usage":{"prompt_tokens":1},"error":{}}' } }] }]]);
     expect(quoted).toMatchObject({ usage: null, terminal: false, failed: false });
     expect(tap('chat-completions', [['', { error: { message: 'boom', type: 'server_error' } }]])).toMatchObject({ terminal: true, failed: true });
+    // An error frame as some servers space it, or split over data: lines (joined by a line feed).
+    expect(tap('chat-completions', [['', '{ \t"error": {"message": "boom"}}']])).toMatchObject({ terminal: true, failed: true });
+    expect(tap('chat-completions', [['', '{\n"error": {"message": "boom"}}']])).toMatchObject({ terminal: true, failed: true });
+    // A chunk whose first member is an empty error, or that only names one later, goes on.
+    expect(tap('chat-completions', [['', '{"error": null, "choices": []}']])).toMatchObject({ terminal: false, failed: false });
+    expect(tap('chat-completions', [['', '{"id": "x", "error": {"message": "boom"}}']])).toMatchObject({ terminal: false, failed: false });
   });
 
   it('responses: response.completed is final; response.failed and error end it as failures', () => {

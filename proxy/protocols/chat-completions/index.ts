@@ -22,6 +22,15 @@ export const ChatCompletionsRequest = z.looseObject({
 const TEXT_KEYS = ['"content":"', '"arguments":"', '"reasoning_content":"', '"refusal":"'].map(jsonKey);
 const USAGE = jsonKey('"usage"');
 
+/** OpenAI's in-stream error frame: {"error": {...}} (no [DONE] follows). */
+function isErrorFrame(data: string): boolean {
+  if (data.charCodeAt(0) !== 123 /* { */) return false;
+  let i = 1;
+  // JSON's whitespace; a line feed where the frame came in several data: lines.
+  for (let c = data.charCodeAt(i); c === 32 || c === 9 || c === 10 || c === 13; c = data.charCodeAt(++i));
+  return data.startsWith('"error"', i) && Boolean(parseObject(data)?.error);
+}
+
 class ChatTap implements StreamTap {
   usage: Usage | null = null;
   final = false;
@@ -29,15 +38,14 @@ class ChatTap implements StreamTap {
   failed = false;
   textBytes = 0;
 
-  event(_event: string, data: string): void {
-    if (data.charCodeAt(0) === 91 /* [ */ && data === '[DONE]') {
+  ends(_event: string, data: string): boolean {
+    return data === '[DONE]' || isErrorFrame(data);
+  }
+
+  event(event: string, data: string): void {
+    if (this.ends(event, data)) {
       this.terminal = true;
-      return;
-    }
-    // OpenAI's in-stream error frame: {"error": {...}} (no [DONE] follows).
-    if (/^\{\s*"error"/.test(data) && parseObject(data)?.error) {
-      this.terminal = true;
-      this.failed = true;
+      this.failed = data !== '[DONE]';
       return;
     }
     if (hasObjectField(data, USAGE)) {

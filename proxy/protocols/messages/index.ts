@@ -33,6 +33,11 @@ class MessagesTap implements StreamTap {
   failed = false;
   textBytes = 0;
 
+  ends(event: string, data: string): boolean {
+    const type = eventType(event, data);
+    return type === 'message_stop' || type === 'error';
+  }
+
   event(event: string, data: string): void {
     switch (eventType(event, data)) {
       case 'content_block_delta':

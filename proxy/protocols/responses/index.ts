@@ -27,6 +27,11 @@ class ResponsesTap implements StreamTap {
   failed = false;
   textBytes = 0;
 
+  ends(event: string, data: string): boolean {
+    const type = eventType(event, data);
+    return TERMINAL.has(type) || type === 'error';
+  }
+
   event(event: string, data: string): void {
     const type = eventType(event, data);
     if (type.endsWith('.delta')) {
