@@ -1,7 +1,8 @@
 /**
  * `npm run bench [-- [--quick] [--no-write]]`: the chat overhead benchmark, every figure a ratio to floors
  * measured in the same run. Targets, each its own process: the simulator called directly; the
- * bare Node proxy floor (node:http -> undici Pool, nothing parsed); nginx as a reverse proxy when
+ * bare Node proxy floor (node:http -> undici Pool, nothing parsed), and with DATABASE_URL the same
+ * floor ending each answer after an insert committed to PostgreSQL; nginx as a reverse proxy when
  * it is installed; the gateway with billing on PostgreSQL (when DATABASE_URL is set; its default,
  * the journal table, and also committing on the request's path and with the billing journal), as the
  * quickstart ships it (PGlite in a data folder, billing journal) and with billing off. Scenarios: Chat Completions, JSON
@@ -15,7 +16,7 @@
  * first byte). Settings (environment): BENCH_ROUNDS (default 3; --quick 1: each scenario runs
  * that many times, the targets taking turns), BENCH_DURATION_MS (per round, default 3000),
  * BENCH_WARMUP_MS (before the first round, default 1000), BENCH_CONNECTIONS (default "1,50"),
- * BENCH_TARGETS (default "floor,nginx,postgres,postgres-commit,postgres-journal,pglite,no-billing"; also
+ * BENCH_TARGETS (default "floor,floor-pg,nginx,postgres,postgres-commit,postgres-journal,pglite,no-billing"; also
  * "pglite-inline": PGlite on the request thread instead of its worker thread).
  */
 import { execFileSync, spawn } from 'node:child_process';
@@ -39,7 +40,7 @@ const durationMs = envNumber('BENCH_DURATION_MS', 3000);
 const warmupMs = envNumber('BENCH_WARMUP_MS', 1000);
 const rounds = envNumber('BENCH_ROUNDS', quick ? 1 : 3);
 const connectionsList = (process.env.BENCH_CONNECTIONS ?? '1,50').split(',').map(Number);
-const wantedTargets = (process.env.BENCH_TARGETS ?? 'floor,nginx,postgres,postgres-commit,postgres-journal,pglite,no-billing').split(',');
+const wantedTargets = (process.env.BENCH_TARGETS ?? 'floor,floor-pg,nginx,postgres,postgres-commit,postgres-journal,pglite,no-billing').split(',');
 
 interface Target {
   name: string;
@@ -172,6 +173,16 @@ async function main(): Promise<void> {
   const idleRss = new Map<string, number>();
   try {
     if (wantedTargets.includes('floor')) await child('floor', 'bare Node proxy (floor): node:http -> undici Pool', ['floor', sim.url], {}, false, true);
+    const pgUrl = process.env.DATABASE_URL;
+    if (pgUrl && wantedTargets.includes('floor-pg'))
+      await child(
+        'floor-pg',
+        "the floor, each answer's end after a line for it is committed to PostgreSQL (a row of a one-index table; lines queued meanwhile share the next row): the durable floor",
+        ['floor', sim.url],
+        { BENCH_FLOOR_DATABASE_URL: pgUrl },
+        false,
+        true,
+      );
     if (wantedTargets.includes('nginx')) {
       const n = await startNginx(sim.url);
       if (n) targets.push(n);
@@ -179,7 +190,6 @@ async function main(): Promise<void> {
     // PostgreSQL as it runs by default (charges durable in the journal table); committed on each
     // request's path (proxy.billingJournal.table: false); with the billing journal in a directory
     // (the chart's proxy.billingJournal.enabled).
-    const pgUrl = process.env.DATABASE_URL;
     const pgTargets: [string, string, Record<string, string>][] = [
       ['postgres', 'Tollgate, metered billing on PostgreSQL (compiled, as the image runs it; charges durable in the journal table, the default)', {}],
       [
@@ -339,6 +349,12 @@ function render(rows: Row[], targets: Target[], idleRss: Map<string, number>, us
     // +0.36 ms on days of one week): what the gateway adds beyond it is its own.
     const beyondFloor = (mode: string, f: PerRound) =>
       r1(mode) && f1(mode) ? `, ${signed(paired(r1(mode)!, f1(mode)!, f))} ms beyond the floor's ${signed(paired(f1(mode)!, d1(mode)!, f))} ms` : '';
+    // A charge durable on PostgreSQL before the last byte costs at least the durable floor's insert.
+    const dpg = rows.find((r) => r.target === 'floor-pg' && r.mode === 'json' && r.connections === 1);
+    const beyondDurable =
+      name.startsWith('postgres') && dpg && r1('json') && d1('json')
+        ? `, ${signed(paired(r1('json')!, dpg, p50Added))} ms beyond the durable floor's ${signed(paired(dpg, d1('json')!, p50Added))} ms`
+        : '';
     const parts: string[] = [];
     const ms = (v: number) => `${signed(v)} ms`;
     const cpu = ['json', 'stream'].map((m) => (r50(m) && f50(m) ? `${m} ${goalFigure(r50(m)!, f50(m)!, cpuTimes, (v) => v <= 2, times)}` : '')).filter(Boolean);
@@ -347,7 +363,7 @@ function render(rows: Row[], targets: Target[], idleRss: Map<string, number>, us
     if (tp.length) parts.push(`throughput at 50 connections (goal ≥ 40% of direct): ${tp.join(', ')}`);
     const lat =
       r1('json') && d1('json')
-        ? `added p50 of a whole JSON answer at 1 connection (goal ≤ 0.5 ms): ${goalFigure(r1('json')!, d1('json')!, p50Added, (v) => v <= 0.5, ms)}${beyondFloor('json', p50Added)}`
+        ? `added p50 of a whole JSON answer at 1 connection (goal ≤ 0.5 ms): ${goalFigure(r1('json')!, d1('json')!, p50Added, (v) => v <= 0.5, ms)}${beyondFloor('json', p50Added)}${beyondDurable}`
         : '';
     if (lat) parts.push(lat);
     const ttfb =

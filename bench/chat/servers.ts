@@ -22,6 +22,7 @@ import { readSettings } from '../../kernel/settings.js';
 import { startSimulator } from '../../simulator/index.js';
 import { BENCH_KEY_HASH } from './config.js';
 import { startFloor } from './floor.js';
+import { FloorJournal } from './floor-journal.js';
 
 const API = 'tollgate.dev/v1alpha1';
 
@@ -31,8 +32,13 @@ async function main(): Promise<void> {
   const [what, simUrl] = process.argv.slice(2);
   if (what === 'floor') {
     // BENCH_FLOOR_CONNECTIONS: bench:memory holds thousands of streams open through it.
-    const floor = await startFloor(simUrl!, Number(process.env.BENCH_FLOOR_CONNECTIONS ?? 256));
-    exitOnSignal(() => floor.close());
+    // BENCH_FLOOR_DATABASE_URL: the durable floor (an insert committed before each answer's end).
+    const journal = process.env.BENCH_FLOOR_DATABASE_URL ? await FloorJournal.open(process.env.BENCH_FLOOR_DATABASE_URL) : undefined;
+    const floor = await startFloor(simUrl!, Number(process.env.BENCH_FLOOR_CONNECTIONS ?? 256), journal);
+    exitOnSignal(async () => {
+      await floor.close();
+      await journal?.close();
+    });
     process.stdout.write(`${JSON.stringify({ url: floor.url })}\n`);
     return;
   }
