@@ -50,9 +50,21 @@ export async function relayStream(o: RelayOptions): Promise<RelayResult> {
     }
     unread.push(event, data);
   });
+  // A tap that throws fails the stream as a failed read of the upstream would, never the process
+  // (a tick's exception is uncaught): kept here and thrown in the loop.
+  let unreadable: { error: unknown } | undefined;
   const read = () => {
-    for (let i = 0; i < unread.length; i += 2) tap.event(unread[i]!, unread[i + 1]!);
-    unread.length = 0;
+    try {
+      for (let i = 0; i < unread.length; i += 2) tap.event(unread[i]!, unread[i + 1]!);
+    } catch (error) {
+      unreadable ??= { error };
+    } finally {
+      unread.length = 0;
+    }
+  };
+  const readNow = () => {
+    read();
+    if (unreadable) throw unreadable.error;
   };
   let pending: Buffer[] = [];
   let firstByteAt: bigint | undefined;
@@ -69,7 +81,7 @@ export async function relayStream(o: RelayOptions): Promise<RelayResult> {
   };
   try {
     for await (const chunk of o.body as AsyncIterable<Buffer>) {
-      read(); // a chunk that was not written (held, or the client gone) is read by the next one
+      readNow(); // a chunk that was not written (held, or the client gone) is read by the next one
       if (o.clientSignal.aborted) {
         clientGone = true;
         if (!o.drain) break;
@@ -107,7 +119,7 @@ export async function relayStream(o: RelayOptions): Promise<RelayResult> {
     // A stream that ended in the burst that carried its last events: they are sent (the uncork,
     // then read(), queued as ticks) before the caller settles.
     if (unread.length > 0) await new Promise<void>((resolve) => process.nextTick(resolve));
-    read();
+    readNow();
     return { ended: !clientGone || o.drain, clientGone, held: clientGone ? [] : pending, firstByteAt };
   } catch (error) {
     parser.end();
