@@ -349,10 +349,11 @@ function render(rows: Row[], targets: Target[], idleRss: Map<string, number>, us
     // +0.36 ms on days of one week): what the gateway adds beyond it is its own.
     const beyondFloor = (mode: string, f: PerRound) =>
       r1(mode) && f1(mode) ? `, ${signed(paired(r1(mode)!, f1(mode)!, f))} ms beyond the floor's ${signed(paired(f1(mode)!, d1(mode)!, f))} ms` : '';
-    // A charge durable on PostgreSQL before the last byte costs at least the durable floor's insert.
+    // A charge durable on PostgreSQL before the last byte costs at least the durable floor's insert
+    // (postgres-journal's is durable in a local directory first).
     const dpg = rows.find((r) => r.target === 'floor-pg' && r.mode === 'json' && r.connections === 1);
     const beyondDurable =
-      name.startsWith('postgres') && dpg && r1('json') && d1('json')
+      (name === 'postgres' || name === 'postgres-commit') && dpg && r1('json') && d1('json')
         ? `, ${signed(paired(r1('json')!, dpg, p50Added))} ms beyond the durable floor's ${signed(paired(dpg, d1('json')!, p50Added))} ms`
         : '';
     const parts: string[] = [];
