@@ -62,6 +62,13 @@ describe('usage taps', () => {
     // An error frame as some servers space it, or split over data: lines (joined by a line feed).
     expect(tap('chat-completions', [['', '{ \t"error": {"message": "boom"}}']])).toMatchObject({ terminal: true, failed: true });
     expect(tap('chat-completions', [['', '{\n"error": {"message": "boom"}}']])).toMatchObject({ terminal: true, failed: true });
+    // A [DONE] after an error frame does not make the stream a success.
+    expect(
+      tap('chat-completions', [
+        ['', { error: { message: 'boom' } }],
+        ['', '[DONE]'],
+      ]),
+    ).toMatchObject({ terminal: true, failed: true });
     // A chunk whose first member is an empty error, or that only names one later, goes on.
     expect(tap('chat-completions', [['', '{"error": null, "choices": []}']])).toMatchObject({ terminal: false, failed: false });
     expect(tap('chat-completions', [['', '{"id": "x", "error": {"message": "boom"}}']])).toMatchObject({ terminal: false, failed: false });

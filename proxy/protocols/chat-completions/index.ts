@@ -45,7 +45,7 @@ class ChatTap implements StreamTap {
   event(event: string, data: string): void {
     if (this.ends(event, data)) {
       this.terminal = true;
-      this.failed = data !== '[DONE]';
+      if (data !== '[DONE]') this.failed = true;
       return;
     }
     if (hasObjectField(data, USAGE)) {
