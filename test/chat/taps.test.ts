@@ -88,5 +88,12 @@ describe('usage taps', () => {
       final: false,
     });
     expect(tap('responses', [['', { type: 'error', message: 'x' }]])).toMatchObject({ terminal: true, failed: true });
+    // An error event stays a failure whatever terminal event follows it.
+    expect(
+      tap('responses', [
+        ['error', { type: 'error', message: 'x' }],
+        ['response.completed', { type: 'response.completed', response: { usage } }],
+      ]),
+    ).toMatchObject({ terminal: true, failed: true });
   });
 });

@@ -40,7 +40,7 @@ class ResponsesTap implements StreamTap {
     }
     if (TERMINAL.has(type)) {
       this.terminal = true;
-      this.failed = type === 'response.failed';
+      if (type === 'response.failed') this.failed = true;
       const u = usageFromResponses(obj(parseObject(data)?.response)?.usage);
       if (u) {
         this.usage = u;
