@@ -73,7 +73,7 @@ export async function handleCountTokens(ctx: RequestContext, deps: GatewayDeps):
     const retry = await retryableFailure(resp, isLast);
     if (retry) return { failed: retry };
     const status = resp.statusCode;
-    const bytes = Buffer.from(await resp.body.arrayBuffer());
+    const bytes = await resp.body.bytes();
     ctx.res.writeHead(status, { ...responseHeaders(resp.headers), 'content-length': String(bytes.length) });
     ctx.res.end(bytes);
     return { answered: true };

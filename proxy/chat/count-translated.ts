@@ -1,9 +1,17 @@
-import type { Dispatcher } from 'undici';
 import type { RequestContext } from '../http/context.js';
 import type { GatewayDeps } from '../http/deps.js';
 import { sendJson } from '../http/send.js';
 import { clientCodec } from '../protocols/index.js';
-import { callUpstream, commonHeaders, credentialOf, retryableFailure, type Attempt, type Provider, type UpstreamError } from '../upstreams/index.js';
+import {
+  callUpstream,
+  commonHeaders,
+  credentialOf,
+  retryableFailure,
+  type Attempt,
+  type Provider,
+  type UpstreamError,
+  type UpstreamResponse,
+} from '../upstreams/index.js';
 import type { CompiledBackend } from '../upstreams/types.js';
 
 /**
@@ -38,7 +46,7 @@ export async function countTranslated(
   provider.headers(backend, ctx.req.headers, credential, headers);
   if (backend.headers) Object.assign(headers, backend.headers);
   const out = { path: call.path, headers, body: Buffer.from(JSON.stringify(call.body)) };
-  let resp: Dispatcher.ResponseData;
+  let resp: UpstreamResponse;
   try {
     await provider.authorize?.(backend, credential, out, deps.settings.secretFromEnv);
     resp = await callUpstream({ backend, ...out, signal: ctx.signal, dispatcher: deps.upstreamAgent, scope: ctx.scope });

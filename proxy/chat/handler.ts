@@ -1,4 +1,3 @@
-import type { Dispatcher } from 'undici';
 import type { ChatProtocol } from '../billing/index.js';
 import type { GroupModel } from '../config/runtime.js';
 import { estimateTokens, holdInputTokens, type Usage } from '../ir/usage.js';
@@ -18,6 +17,7 @@ import {
   type Attempt,
   type Provider,
   type UpstreamError,
+  type UpstreamResponse,
 } from '../upstreams/index.js';
 import { TranslationError } from '../ir/chat.js';
 import { translatedAttempt, type Translation } from './translate.js';
@@ -297,7 +297,7 @@ async function deliver(
   adapter: ProtocolAdapter,
   exchange: ChatExchange,
   c: ClientRequest,
-  resp: Dispatcher.ResponseData,
+  resp: UpstreamResponse,
   isLast: boolean,
   drain: boolean,
 ): Promise<Attempt<true>> {
@@ -307,7 +307,7 @@ async function deliver(
   c.body = undefined; // this answer is the client's: no other backend will be tried
   if (status >= 400) {
     // The upstream's own answer, status and body unchanged (retry-after included).
-    await exchange.answer(status, 'upstream_error', responseHeaders(resp.headers), Buffer.from(await resp.body.arrayBuffer()));
+    await exchange.answer(status, 'upstream_error', responseHeaders(resp.headers), await resp.body.bytes());
     return { answered: true };
   }
   if (/^text\/event-stream/i.test(header(resp.headers['content-type']) ?? '')) await relay(ctx, adapter, exchange, resp, drain);
@@ -316,10 +316,10 @@ async function deliver(
 }
 
 /** A non-streaming answer: read whole, usage from its JSON, charged, then sent unchanged. */
-async function answerJson(ctx: RequestContext, adapter: ProtocolAdapter, exchange: ChatExchange, resp: Dispatcher.ResponseData): Promise<void> {
+async function answerJson(ctx: RequestContext, adapter: ProtocolAdapter, exchange: ChatExchange, resp: UpstreamResponse): Promise<void> {
   let bytes: Buffer;
   try {
-    bytes = Buffer.from(await resp.body.arrayBuffer());
+    bytes = await resp.body.bytes();
   } catch (err) {
     if (ctx.signal.aborted) return exchange.cancelled();
     exchange.unavailable(502);
@@ -330,7 +330,7 @@ async function answerJson(ctx: RequestContext, adapter: ProtocolAdapter, exchang
 }
 
 /** A streamed answer: relayed byte for byte while the tap reads usage; the terminal events wait for the charge. */
-async function relay(ctx: RequestContext, adapter: ProtocolAdapter, exchange: ChatExchange, resp: Dispatcher.ResponseData, drain: boolean): Promise<void> {
+async function relay(ctx: RequestContext, adapter: ProtocolAdapter, exchange: ChatExchange, resp: UpstreamResponse, drain: boolean): Promise<void> {
   const tap = adapter.createTap();
   exchange.startStream(resp.statusCode, responseHeaders(resp.headers));
   const result = await relayStream({ res: ctx.res, body: resp.body, tap, clientSignal: ctx.signal, drain });

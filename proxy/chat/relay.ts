@@ -1,5 +1,4 @@
 import type { ServerResponse } from 'node:http';
-import type { Dispatcher } from 'undici';
 import type { StreamTap } from '../protocols/index.js';
 import { SseParser } from '../sse/index.js';
 
@@ -25,7 +24,7 @@ export interface RelayResult {
 
 export interface RelayOptions {
   res: ServerResponse;
-  body: Dispatcher.ResponseData['body'];
+  body: AsyncIterable<Buffer>;
   tap: StreamTap;
   /** Aborted when the client goes away. */
   clientSignal: AbortSignal;
@@ -80,7 +79,7 @@ export async function relayStream(o: RelayOptions): Promise<RelayResult> {
     if (o.clientSignal.aborted) clientGone = true;
   };
   try {
-    for await (const chunk of o.body as AsyncIterable<Buffer>) {
+    for await (const chunk of o.body) {
       readNow(); // a chunk that was not written (held, or the client gone) is read by the next one
       if (o.clientSignal.aborted) {
         clientGone = true;

@@ -17,6 +17,7 @@ import {
   type UpstreamBody,
   type UpstreamChatCodec,
   type UpstreamError,
+  type UpstreamResponse,
 } from '../upstreams/index.js';
 import type { CompiledBackend } from '../upstreams/types.js';
 import { answerOf } from './conversations.js';
@@ -70,7 +71,7 @@ export async function translatedAttempt(
   exchange.sent(backend.model);
   const prepared = await translatedRequest(ctx, t, backend, provider, codec);
   if ('failed' in prepared) return prepared;
-  let resp: Dispatcher.ResponseData;
+  let resp: UpstreamResponse;
   try {
     resp = await callUpstream({ backend, ...prepared, signal: t.signal, dispatcher: t.dispatcher, scope: ctx.scope });
   } catch (err) {
@@ -137,7 +138,7 @@ async function translatedRequest(
   return { path: call.path, headers, body: upstreamBody(body) };
 }
 
-async function readJson(resp: Dispatcher.ResponseData, ctx: RequestContext, exchange: ChatExchange): Promise<unknown> {
+async function readJson(resp: UpstreamResponse, ctx: RequestContext, exchange: ChatExchange): Promise<unknown> {
   try {
     return await resp.body.json();
   } catch (err) {
@@ -171,7 +172,7 @@ async function relayTranslated(
   t: Translation,
   exchange: ChatExchange,
   codec: UpstreamChatCodec,
-  resp: Dispatcher.ResponseData,
+  resp: UpstreamResponse,
   isSse: boolean,
   extra: OutgoingHttpHeaders,
 ): Promise<void> {

@@ -1,4 +1,4 @@
-import type { Dispatcher } from 'undici';
+import type { UpstreamResponse } from './response.js';
 import { cooldownMs, orderBackends, type Cooldowns } from './select.js';
 import type { CompiledBackend } from './types.js';
 
@@ -51,7 +51,7 @@ export async function failover<T, P>(
  * and the attempt fails, to be tried on the next backend. Undefined: keep the answer (it is not
  * retryable, or this was the last backend, whose answer the client gets).
  */
-export async function retryableFailure(resp: Dispatcher.ResponseData, isLast: boolean): Promise<AttemptFailure | undefined> {
+export async function retryableFailure(resp: UpstreamResponse, isLast: boolean): Promise<AttemptFailure | undefined> {
   const status = resp.statusCode;
   if (isLast || !(status === 429 || status >= 500)) return undefined;
   const h = resp.headers['retry-after'];
