@@ -3,7 +3,7 @@ export { chatProvider, speaks, taskProvider, type ProviderEntry } from './regist
 export { credentialOf } from './credentials.js';
 export { OnceBody, upstreamBody, type UpstreamBody } from './body.js';
 export { callUpstream, classify, createUpstreamAgent, UpstreamError } from './http.js';
-export { ResponseBody, type UpstreamResponse } from './response.js';
+export type { UpstreamResponse } from './response.js';
 export { clientHeader, commonHeaders, responseHeaders, USER_AGENT } from './headers.js';
 export { Cooldowns, cooldownMs, orderBackends } from './select.js';
 export { failover, retryableFailure, type Attempt, type AttemptFailure, type FailoverResult } from './failover.js';
