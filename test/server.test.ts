@@ -1,14 +1,18 @@
+import type { ServerResponse } from 'node:http';
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compile } from '../api/snapshot/index.js';
 import { StaticConfigSource } from '../proxy/config/folder-source.js';
 import { startGateway, type Gateway } from '../proxy/front/gateway.js';
 import { readJson } from '../proxy/http/body.js';
+import type { Route } from '../proxy/http/context.js';
 import { createLogger } from '../kernel/log.js';
 import { sendJson } from '../proxy/http/send.js';
 import { apiKey, chatRoute, group } from './support/resources.js';
 
 const KEY = 'sk-service-servertest';
+/** One head object for every request: the request id must not be written into it. */
+const SHARED_HEAD = Object.freeze({ 'content-type': 'text/plain' });
 let gw: Gateway;
 let source: StaticConfigSource;
 
@@ -46,6 +50,21 @@ beforeAll(async () => {
             },
           },
           { method: 'POST', path: '/v1/messages', shape: 'anthropic', auth: 'key', handler: async (ctx) => sendJson(ctx.res, 200, {}) },
+          // Every way a route can write its head, for the request id's test.
+          ...(<[string, (res: ServerResponse) => unknown][]>[
+            ['implicit', (res) => (res.setHeader('x-a', '1'), res.end('ok'))],
+            ['flat', (res) => res.writeHead(200, ['content-type', 'text/plain', 'x-a', '1']).end('ok')],
+            ['pairs', (res) => res.writeHead(200, [['content-type', 'text/plain']]).end('ok')],
+            ['reason', (res) => res.writeHead(201, 'Made', { 'x-a': '1' }).end('ok')],
+            ['shared', (res) => res.writeHead(200, SHARED_HEAD).end('ok')],
+            ['own', (res) => res.writeHead(200, { 'x-request-id': 'route-own' }).end('ok')],
+          ]).map(([name, write]): Route => ({
+            method: 'GET',
+            path: `/v1/head/${name}`,
+            shape: 'openai',
+            auth: 'none',
+            handler: async (ctx) => void write(ctx.res),
+          })),
         ],
       }),
     ],
@@ -62,6 +81,33 @@ describe('API server', () => {
     expect(r.status).toBe(200);
     expect(r.headers.get('x-request-id')).toBe('req-1');
     expect(await r.json()).toEqual({ id: 'abc', key: 'k', account: 'acct', json: { a: 1 } });
+  });
+
+  it('sends the request id on every head: given whole, implicit, raw, with a reason, an error, another port', async () => {
+    for (const name of ['implicit', 'flat', 'pairs', 'reason', 'shared']) {
+      const r = await fetch(`${gw.url}/v1/head/${name}`, { headers: { 'x-request-id': `rid-${name}` } });
+      expect(r.status, name).toBe(name === 'reason' ? 201 : 200);
+      expect(r.headers.get('x-request-id'), name).toBe(`rid-${name}`);
+      expect(await r.text()).toBe('ok');
+    }
+    expect((await fetch(`${gw.url}/v1/head/implicit`)).headers.get('x-a')).toBe('1');
+    // A second request through the shared head gets its own id, not the first one's.
+    const again = await fetch(`${gw.url}/v1/head/shared`);
+    expect(again.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    expect(SHARED_HEAD).toEqual({ 'content-type': 'text/plain' });
+    // A route that names its own id keeps it (one header, not two).
+    expect((await fetch(`${gw.url}/v1/head/own`, { headers: { 'x-request-id': 'client' } })).headers.get('x-request-id')).toBe('route-own');
+    // An id that is not a token is replaced by a fresh one.
+    const bad = await fetch(`${gw.url}/v1/head/flat`, { headers: { 'x-request-id': 'a b' } });
+    expect(bad.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    const denied = await post('/v1/echo/x', '{}', { authorization: '', 'x-request-id': 'rid-401' });
+    expect(denied.status).toBe(401);
+    expect(denied.headers.get('x-request-id')).toBe('rid-401');
+    const missing = await fetch(`${gw.url}/v1/nowhere`, { headers: { 'x-request-id': 'rid-404' } });
+    expect(missing.status).toBe(404);
+    expect(missing.headers.get('x-request-id')).toBe('rid-404');
+    const admin = await fetch(`${gw.adminUrl}/healthz`, { headers: { 'x-request-id': 'rid-admin' } });
+    expect(admin.headers.get('x-request-id')).toBe('rid-admin');
   });
 
   it('rejects missing, malformed, unknown and wrongly prefixed keys with 401 in the route shape', async () => {

@@ -10,6 +10,7 @@ import { createMetrics } from '../metrics/index.js';
 import { DEFAULT_BODY_LIMIT, DEFAULT_BODY_TIMEOUT_MS } from '../http/body.js';
 import type { Feature, GatewayDeps, GatewayOptions } from '../http/deps.js';
 import { createHandler } from './pipeline.js';
+import { GatewayResponse } from './response.js';
 import { Telemetry } from '../metrics/telemetry.js';
 import { backendStates, observedBilling, startLedgerCheck } from './observe.js';
 import { sendError } from './render.js';
@@ -175,12 +176,15 @@ export async function startGateway(opts: StartOptions): Promise<Gateway> {
   // The API admits requests only once every port is bound and every feature started.
   let open = false;
   const handleApi = createHandler({ routes: apiRoutes, config: () => runtime, log, metrics, telemetry, limiter, bodyLimit, bodyTimeoutMs });
-  const api = createServer((req, res) => {
+  const api = createServer({ ServerResponse: GatewayResponse }, (req, res) => {
     if (open) return handleApi(req, res);
     req.resume();
     sendError(res, new GatewayError('not_ready', 'the gateway is starting; retry in a moment', { retryAfterSeconds: 1 }), 'openai');
   });
-  const admin = createServer(createHandler({ routes: adminRoutes, config: () => runtime, log, adminToken, bodyLimit, bodyTimeoutMs }));
+  const admin = createServer(
+    { ServerResponse: GatewayResponse },
+    createHandler({ routes: adminRoutes, config: () => runtime, log, adminToken, bodyLimit, bodyTimeoutMs }),
+  );
   // Longer than common load balancers' idle timeouts, so they close first.
   api.keepAliveTimeout = 65_000;
   const inflight = trackInflight(api);

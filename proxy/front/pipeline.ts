@@ -9,6 +9,7 @@ import { badRequest, GatewayError } from '../../kernel/errors.js';
 import { unstorable } from '../../kernel/storable.js';
 import type { Logger } from '../../kernel/log.js';
 import { sendError, type ErrorShape } from './render.js';
+import { GatewayResponse } from './response.js';
 import { Router } from './router.js';
 import type { RequestContext, Route } from '../http/context.js';
 
@@ -44,7 +45,8 @@ export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res:
     const startedAt = process.hrtime.bigint();
     const incoming = req.headers['x-request-id'];
     const requestId = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
-    res.setHeader('x-request-id', requestId);
+    if (res instanceof GatewayResponse) res.requestId = requestId;
+    else res.setHeader('x-request-id', requestId);
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q === -1 ? url : url.slice(0, q);
