@@ -56,6 +56,7 @@ beforeAll(async () => {
             ['flat', (res) => res.writeHead(200, ['content-type', 'text/plain', 'x-a', '1']).end('ok')],
             ['pairs', (res) => res.writeHead(200, [['content-type', 'text/plain']]).end('ok')],
             ['reason', (res) => res.writeHead(201, 'Made', { 'x-a': '1' }).end('ok')],
+            ['no-reason', (res) => res.writeHead(200, undefined, { 'x-a': '1' }).end('ok')],
             ['shared', (res) => res.writeHead(200, SHARED_HEAD).end('ok')],
             ['own', (res) => res.writeHead(200, { 'x-request-id': 'route-own' }).end('ok')],
           ]).map(([name, write]): Route => ({
@@ -84,13 +85,13 @@ describe('API server', () => {
   });
 
   it('sends the request id on every head: given whole, implicit, raw, with a reason, an error, another port', async () => {
-    for (const name of ['implicit', 'flat', 'pairs', 'reason', 'shared']) {
+    for (const name of ['implicit', 'flat', 'pairs', 'reason', 'no-reason', 'shared']) {
       const r = await fetch(`${gw.url}/v1/head/${name}`, { headers: { 'x-request-id': `rid-${name}` } });
       expect(r.status, name).toBe(name === 'reason' ? 201 : 200);
       expect(r.headers.get('x-request-id'), name).toBe(`rid-${name}`);
       expect(await r.text()).toBe('ok');
     }
-    expect((await fetch(`${gw.url}/v1/head/implicit`)).headers.get('x-a')).toBe('1');
+    for (const name of ['implicit', 'flat', 'reason', 'no-reason']) expect((await fetch(`${gw.url}/v1/head/${name}`)).headers.get('x-a'), name).toBe('1');
     // A second request through the shared head gets its own id, not the first one's.
     const again = await fetch(`${gw.url}/v1/head/shared`);
     expect(again.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
