@@ -6,7 +6,7 @@ const REQUEST_ID = 'x-request-id';
  * The API's responses: the request id rides on the head as it is written, instead of being set
  * with setHeader when the request arrives. Node writes a head given whole to writeHead() straight
  * out; one header set before sends every header of it through setHeader and its checks again (a
- * streamed answer's head took 2.7-4.8 µs so against 1.4-2.5 given whole: bench/RESULTS.md).
+ * streamed answer's head took 2.7-4.8 µs that way against 1.4-2.5 given whole: bench/RESULTS.md).
  */
 export class GatewayResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {
   requestId: string | undefined;
