@@ -1,5 +1,5 @@
 import { randomUUID, timingSafeEqual, createHash } from 'node:crypto';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import { authenticate } from '../auth/keys.js';
 import type { RateLimiter } from '../auth/rate-limit.js';
 import type { RuntimeConfig } from '../config/runtime.js';
@@ -9,7 +9,7 @@ import { badRequest, GatewayError } from '../../kernel/errors.js';
 import { unstorable } from '../../kernel/storable.js';
 import type { Logger } from '../../kernel/log.js';
 import { sendError, type ErrorShape } from './render.js';
-import { GatewayResponse } from './response.js';
+import type { GatewayResponse } from './response.js';
 import { Router } from './router.js';
 import type { RequestContext, Route } from '../http/context.js';
 
@@ -37,7 +37,7 @@ function shapeForPath(path: string): ErrorShape {
   return path.startsWith('/v1/messages') ? 'anthropic' : 'openai';
 }
 
-export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res: ServerResponse) => void {
+export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res: GatewayResponse) => void {
   const router = new Router(opts.routes);
   const adminDigest = opts.adminToken ? createHash('sha256').update(opts.adminToken).digest() : undefined;
 
@@ -45,8 +45,7 @@ export function createHandler(opts: HandlerOptions): (req: IncomingMessage, res:
     const startedAt = process.hrtime.bigint();
     const incoming = req.headers['x-request-id'];
     const requestId = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
-    if (res instanceof GatewayResponse) res.requestId = requestId;
-    else res.setHeader('x-request-id', requestId);
+    res.requestId = requestId;
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q === -1 ? url : url.slice(0, q);

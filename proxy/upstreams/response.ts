@@ -26,7 +26,7 @@ export class ResponseBody implements AsyncIterable<Buffer> {
   #queued = 0;
   #ended = false;
   #error: { reason: unknown } | undefined;
-  #waiter: { resolve: () => void } | undefined;
+  #waiter: (() => void) | undefined;
   #dumping = false;
   #dumped = 0;
 
@@ -58,11 +58,9 @@ export class ResponseBody implements AsyncIterable<Buffer> {
   }
 
   #wake(): void {
-    const w = this.#waiter;
-    if (w) {
-      this.#waiter = undefined;
-      w.resolve();
-    }
+    const wake = this.#waiter;
+    this.#waiter = undefined;
+    wake?.();
   }
 
   /**
@@ -83,7 +81,7 @@ export class ResponseBody implements AsyncIterable<Buffer> {
       }
       if (this.#error) throw this.#error.reason;
       if (this.#ended) return undefined;
-      await new Promise<void>((resolve) => (this.#waiter = { resolve }));
+      await new Promise<void>((resolve) => (this.#waiter = resolve));
     }
   }
 
@@ -93,6 +91,7 @@ export class ResponseBody implements AsyncIterable<Buffer> {
     const reason = new Error('response body cancelled');
     this.#error = { reason };
     this.#queue = [];
+    this.#queued = 0;
     this.controller.abort(reason);
   }
 
@@ -132,6 +131,6 @@ export class ResponseBody implements AsyncIterable<Buffer> {
     this.#queue = [];
     this.#queued = 0;
     if (this.controller.paused) this.controller.resume();
-    while (!this.#ended && !this.#error) await new Promise<void>((resolve) => (this.#waiter = { resolve }));
+    while (!this.#ended && !this.#error) await new Promise<void>((resolve) => (this.#waiter = resolve));
   }
 }
