@@ -152,6 +152,57 @@ describe('API server', () => {
     expect((await post('/v1/echo/x', '{}', { 'content-type': 'text/plain' })).status).toBe(415);
   });
 
+  it('reads a body that came with its head, in parts, chunked, or pipelined, on one kept-alive connection', async () => {
+    const { port } = new URL(gw.url);
+    const socket = connect(Number(port), '127.0.0.1');
+    // latin1: one character per byte, as content-length counts.
+    let text = '';
+    socket.on('data', (d: Buffer) => (text += d.toString('latin1')));
+    // The answers so far, each head's status and its body (every answer here has a content-length).
+    const answers = () => {
+      const out: { status: number; body: string }[] = [];
+      let rest = text;
+      for (;;) {
+        const head = /^HTTP\/1\.1 (\d+)[^]*?content-length: (\d+)\r\n[^]*?\r\n\r\n/i.exec(rest);
+        if (!head || rest.length < head[0].length + Number(head[2])) return out;
+        const body = rest.slice(head[0].length, head[0].length + Number(head[2]));
+        out.push({ status: Number(head[1]), body: Buffer.from(body, 'latin1').toString() });
+        rest = rest.slice(head[0].length + Number(head[2]));
+      }
+    };
+    const until = async (n: number) => {
+      for (let i = 0; i < 200 && answers().length < n; i++) await new Promise((r) => setTimeout(r, 10));
+      return answers();
+    };
+    const head = (id: string, length: number | 'chunked') =>
+      `POST /v1/echo/${id} HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${KEY}\r\ncontent-type: application/json\r\n` +
+      (length === 'chunked' ? 'transfer-encoding: chunked\r\n\r\n' : `content-length: ${length}\r\n\r\n`);
+    const whole = '{"whole":"ä"}';
+    socket.write(head('whole', Buffer.byteLength(whole)) + whole);
+    await until(1);
+    const parts = ['{"parts":', '[1,2]}'];
+    socket.write(head('parts', parts.join('').length) + parts[0]);
+    await new Promise((r) => setTimeout(r, 50));
+    socket.write(parts[1]!);
+    await until(2);
+    socket.write(`${head('chunked', 'chunked')}6\r\n{"a":1\r\n`);
+    await new Promise((r) => setTimeout(r, 20));
+    socket.write('1\r\n}\r\n0\r\n\r\n');
+    await until(3);
+    socket.write(head('one', 9) + '{"one":1}' + head('two', 9) + '{"two":2}' + head('empty', 0));
+    const got = await until(6);
+    socket.destroy();
+    expect(got.map((a) => a.status)).toEqual([200, 200, 200, 200, 200, 400]);
+    expect(got.slice(0, 5).map((a) => JSON.parse(a.body) as { id: string; json: unknown })).toEqual([
+      { id: 'whole', key: 'k', account: 'acct', json: { whole: 'ä' } },
+      { id: 'parts', key: 'k', account: 'acct', json: { parts: [1, 2] } },
+      { id: 'chunked', key: 'k', account: 'acct', json: { a: 1 } },
+      { id: 'one', key: 'k', account: 'acct', json: { one: 1 } },
+      { id: 'two', key: 'k', account: 'acct', json: { two: 2 } },
+    ]);
+    expect(got[5]!.body).toContain('request body is empty');
+  });
+
   it('answers a body that stalls with 408 after the body timeout, in the route shape, and closes the connection', async () => {
     const { port } = new URL(gw.url);
     const socket = connect(Number(port), '127.0.0.1');

@@ -12,10 +12,29 @@ export const DEFAULT_BODY_TIMEOUT_MS = 30_000;
  * Reads the whole body up to the limit: 413 past it, without buffering the excess; 408 when it
  * has not arrived whole within the body timeout (the connection is closed after the answer).
  */
-export function readBody(ctx: RequestContext): Promise<Buffer> {
+export async function readBody(ctx: RequestContext): Promise<Buffer> {
   const { bodyLimit, req } = ctx;
   const declared = Number(req.headers['content-length'] ?? -1);
-  if (declared > bodyLimit) return Promise.reject(new GatewayError('body_too_large', `request body exceeds the limit of ${bodyLimit} bytes`));
+  if (declared > bodyLimit) throw new GatewayError('body_too_large', `request body exceeds the limit of ${bodyLimit} bytes`);
+  // A body that came with its head is in the request's buffer once Node's parser has handed it
+  // over, which is before the request's own microtasks run; the message's end comes later, after
+  // them. Taken whole here, the handler goes on at once instead of after that end and two more
+  // ticks (about 19 µs from the request to its body, 2 KB at one connection), and without four
+  // listeners and a timer. resume() lets the end come as usual.
+  await Promise.resolve();
+  if (declared >= 0 && req.readableLength === declared && req.readableFlowing === null && !req.readableDidRead && !req.destroyed) {
+    const body = (req.read() as Buffer | null) ?? Buffer.alloc(0);
+    req.resume();
+    return body;
+  }
+  return collect(ctx, bodyLimit);
+}
+
+/** The body as it arrives, up to the limit and within the body timeout. */
+function collect(ctx: RequestContext, bodyLimit: number): Promise<Buffer> {
+  const { req } = ctx;
+  // Its 'close' may have been emitted already, with no listener to hear it.
+  if (req.destroyed) return Promise.reject(new Error('the client closed the connection before its request body ended'));
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
