@@ -67,6 +67,27 @@ describe("a stream's head", () => {
     expect(whole).toBeGreaterThanOrEqual(1400);
     expect(text).toMatch(/data: \[DONE\]\n\n$/);
   });
+
+  it('goes out alone for each of several streams held at different moments (one timer serves them all)', async () => {
+    const paused = async (i: number) => {
+      const t0 = performance.now();
+      const r = await request(`${stack.gw.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'x-request-id': rid(`b-pauses-${i}`) },
+        body: JSON.stringify({ model: 'sim-gpt', stream: true, messages: [{ role: 'user', content: `hello ${i} [sim:pause=1500]` }] }),
+      });
+      const head = performance.now() - t0;
+      const text = await r.body.text();
+      return { head, whole: performance.now() - t0, text };
+    };
+    // Held 0, 10 and 20 ms apart: when the first is due, the others are not yet.
+    const streams = [0, 1, 2].map((i) => new Promise((r) => setTimeout(r, i * 10)).then(() => paused(i)));
+    for (const s of await Promise.all(streams)) {
+      expect(s.head).toBeLessThan(1000);
+      expect(s.whole).toBeGreaterThanOrEqual(1400);
+      expect(s.text).toMatch(/data: \[DONE\]\n\n$/);
+    }
+  });
 });
 
 describe('passthrough streams are relayed byte for byte while the tap reads usage', () => {
