@@ -321,6 +321,24 @@ describe.skipIf(!process.env.DATABASE_URL)('the billing journal table on Postgre
     expect(await rows()).toEqual([]);
   });
 
+  it('writes a row again under a new id when its id is taken, and deletes only its own', async () => {
+    const j = new TableJournal(store);
+    const first = await j.append(rec('taken-1'), true);
+    const id = BigInt(String((await rows()).find((r) => r.lines === rec('taken-1'))!.id));
+    // The ids this journal would write next, taken meanwhile: another replica drew the same base.
+    const theirs = [1n, 2n, 3n, 4n, 5n].map((n) => String(id + n));
+    await store.query("INSERT INTO billing_journal (id, lines) OVERRIDING SYSTEM VALUE SELECT i, 'theirs' FROM unnest($1::bigint[]) AS i", [theirs]);
+    const second = await j.append(rec('taken-2'), true);
+    expect(theirs.map((i) => `billing_journal:${i}`)).not.toContain(second.name);
+    expect((await rows()).filter((r) => r.lines !== 'theirs').map((r) => r.lines)).toEqual(expect.arrayContaining([rec('taken-1'), rec('taken-2')]));
+
+    j.committed(first, 1);
+    j.committed(second, 1);
+    await j.close();
+    expect((await rows()).map((r) => String(r.id))).toEqual(theirs);
+    await store.query('DELETE FROM billing_journal');
+  });
+
   it('folds rows older than asked into the books once, and leaves younger ones', async () => {
     const j = new TableJournal(store);
     await j.append(rec('left-1'), true);
