@@ -351,9 +351,9 @@ function render(rows: Row[], targets: Target[], idleRss: Map<string, number>, us
       r1(mode) && f1(mode) ? `, ${signed(paired(r1(mode)!, f1(mode)!, f))} ms beyond the floor's ${signed(paired(f1(mode)!, d1(mode)!, f))} ms` : '';
     // A charge durable on PostgreSQL before the last byte costs at least the durable floor's insert
     // (postgres-journal's is durable in a local directory first). Its first byte waits for no
-    // store, yet comes later than the bare floor's at one connection: the store's work between
-    // answers (a backend and its WAL flush on the same cores) slows the next request's every
-    // step. Every target with a store pays that too.
+    // store, yet comes later than the bare floor's at one connection: the wait before each
+    // answer's end leaves the cores idle, and a core that idled comes back slower (RESULTS,
+    // "2026-11-29, evening"). Every target with a store pays that too.
     const dpg = (mode: string) => rows.find((r) => r.target === 'floor-pg' && r.mode === mode && r.connections === 1);
     const beyondDurable = (mode: string, f: PerRound) =>
       dpg(mode) && r1(mode) && d1(mode)
