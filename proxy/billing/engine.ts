@@ -23,15 +23,16 @@ import type { Billing, ChatCharge, ChatQuote, ChatSettlement } from './types.js'
 
 /**
  * Metered chat billing, shaped like telecom online charging. A replica leases a slice of an
- * account's credits in one store transaction (a 'lease' hold it owns), admits requests against
- * it in memory (the check and the reservation are one synchronous step, so concurrency cannot
- * overspend), tops the lease up when a request does not fit, and hands it back when idle or at
- * shutdown. Settled requests are written in group commits (one transaction for every capture
- * and usage record that queued while the previous one ran) and settle() resolves only once its
- * capture is durable (in the store, or first in a journal that the store is written behind: a
- * table in PostgreSQL, PostgreSQL's default, or a local directory), so the chat handler sends a
- * stream's last event after the charge. A replica that dies leaves its lease behind: its deadline
- * stops moving and the sweeper, which every replica runs, releases it.
+ * account's credits in one store transaction (a 'lease' hold it owns), admits requests against it
+ * in memory (the check and the reservation are one synchronous step, so concurrency cannot
+ * overspend), tops the lease up in the background when it runs low (on a request's path only when
+ * one does not fit), and hands it back when idle or at shutdown. Settled requests are written in
+ * group commits (one transaction for every capture and usage record that queued while the previous
+ * one ran) and settle() resolves only once its capture is durable (in the store, or first in a
+ * journal that the store is written behind: a table in PostgreSQL, PostgreSQL's default, or a local
+ * directory), so the chat handler sends a stream's last event after the charge. A replica that dies
+ * leaves its lease behind: its deadline stops moving and the sweeper, which every replica runs,
+ * releases it.
  */
 
 /** The longest a reader of the books waits for this replica's journaled charges to reach them. */
@@ -186,6 +187,7 @@ export class BillingEngine implements Billing {
     acct.lastUsed = Date.now();
     this.inflight++;
     if (key) key.reserved += amount;
+    this.leases.refillAhead(acct, amount);
     // Unique without a random draw per request: this replica's random id and a counter.
     const operationId = `chat:${this.opPrefix}${(++this.opCount).toString(36)}`;
     let settled: Promise<void> | undefined;

@@ -1,3 +1,4 @@
+import { FailureLog } from '../../kernel/failure-log.js';
 import type { Logger } from '../../kernel/log.js';
 import type { Store } from '../store/index.js';
 import { extendHold, hold, InsufficientCreditsError, release } from './ledger.js';
@@ -26,6 +27,8 @@ export interface AccountLease {
   chain: Promise<unknown>;
   /** What the account had free when a top-up last failed, and when: a burst of refusals costs one query. */
   refused: { free: bigint; at: number } | undefined;
+  /** A top-up ahead of need is under way or failed lately (refillAhead). */
+  refilling: boolean;
 }
 
 /**
@@ -37,6 +40,7 @@ export interface AccountLease {
 export class Leases {
   private readonly accounts = new Map<string, AccountLease>();
   private closing = false;
+  private readonly refills: FailureLog;
 
   constructor(
     private readonly store: Store,
@@ -45,7 +49,9 @@ export class Leases {
     /** The owner of this replica's leases. */
     private readonly replica: string,
     private readonly metrics: BillingMetrics | undefined,
-  ) {}
+  ) {
+    this.refills = new FailureLog(log, 'billing lease top-up ahead of need');
+  }
 
   /** The account's lease state if this replica has one, without creating it. */
   peek(account: string): AccountLease | undefined {
@@ -68,6 +74,7 @@ export class Leases {
         lastUsed: Date.now(),
         chain: Promise.resolve(),
         refused: undefined,
+        refilling: false,
       };
       this.accounts.set(account, a);
     }
@@ -80,14 +87,14 @@ export class Leases {
   }
 
   /**
-   * Grows this replica's lease on the account so that `amount` fits: what is missing plus a
-   * slice (sliceFactor x amount or twice the holds in flight, whichever is more, but at most
-   * half of what the account has left, so sibling replicas are not starved). Throws InsufficientCreditsError when the account cannot cover
-   * even what is missing.
+   * Grows this replica's lease on the account so that `need` (by default the hold `amount`) is
+   * free: what is missing plus a slice (sliceFactor x amount or twice the holds in flight,
+   * whichever is more, but at most half of what the account has left, so sibling replicas are
+   * not starved). Throws InsufficientCreditsError when the account cannot cover even what is missing.
    */
-  topUp(acct: AccountLease, amount: bigint): Promise<void> {
+  topUp(acct: AccountLease, amount: bigint, need = amount): Promise<void> {
     return this.serial(acct, async () => {
-      const shortfall = amount - (acct.remaining - acct.reserved);
+      const shortfall = need - (acct.remaining - acct.reserved);
       if (shortfall <= 0n) return;
       const r = acct.refused;
       if (r && shortfall > r.free && Date.now() - r.at < this.settings.refusalMemoryMs) throw new InsufficientCreditsError(acct.account, amount);
@@ -129,6 +136,35 @@ export class Leases {
       acct.remaining += out.take;
       acct.refused = undefined;
     });
+  }
+
+  /**
+   * Once a request admitted for `amount` leaves less than half a slice of such holds free, tops
+   * the lease up in the background, as online charging asks for more quota at a threshold
+   * before the grant is spent: the requests after it are admitted from memory instead of one in
+   * a few hundred waiting for the store on its way to the first byte. One at a time per account;
+   * after a failure the next one waits refusalMemoryMs, and a request that does not fit
+   * meanwhile tops up on its own path, as it always did.
+   */
+  refillAhead(acct: AccountLease, amount: bigint): void {
+    if (amount <= 0n || acct.refilling || this.closing) return;
+    const s = this.settings.sliceFactor;
+    const low = amount * (s > 2n ? s / 2n : 1n);
+    if (acct.remaining - acct.reserved >= low) return;
+    const r = acct.refused;
+    if (r && Date.now() - r.at < this.settings.refusalMemoryMs) return;
+    acct.refilling = true;
+    this.topUp(acct, amount, low).then(
+      () => {
+        this.refills.succeeded();
+        acct.refilling = false;
+      },
+      (err: Error) => {
+        // The account is short: the request that does not fit gets its 402 as before.
+        if (!(err instanceof InsufficientCreditsError)) this.refills.failed(err);
+        setTimeout(() => (acct.refilling = false), this.settings.refusalMemoryMs).unref();
+      },
+    );
   }
 
   /** Pushes the lease's deadline forward now (throws if the store cannot be reached); a lease the sweeper took is dropped. */

@@ -8,9 +8,21 @@ import { books, C, expectExactBooks, until, wrappedStack, type WrappedStack } fr
  * Admission is in memory: once a replica holds a lease on the account, nothing on the way to a
  * stream's first byte waits for the store, and only its end waits for the charge. Shown with a
  * store that answers nothing until released: the client reads its first events while the store is
- * stalled, and the stream ends only after the charge's write has gone through.
+ * stalled, and the stream ends only after the charge's write has gone through. A lease that runs
+ * low is topped up before a request needs it, so no request meets a top-up on its way either.
  */
 const KEY = 'sk-service-billing-first-byte';
+
+/** `p`, or an error naming the statements that wait on the stalled store. */
+function whileStalled<T>(p: Promise<T>, store: ReturnType<typeof stallable>): Promise<T> {
+  // Not a timing: a step that waited for the store would never end while it is stalled.
+  let timer: NodeJS.Timeout | undefined;
+  const stuck = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`stuck while the store is stalled; waiting there: ${JSON.stringify(store.waiting)}`)), 10_000);
+  });
+  // Cleared once the race is over, so that it cannot reject later, unhandled, during the next case.
+  return Promise.race([p, stuck]).finally(() => clearTimeout(timer));
+}
 
 /** The store, except that while `stalled` every statement waits for release() (and is listed in `waiting`). */
 function stallable(store: Store): Store & { stall(): void; release(): void; waiting: string[] } {
@@ -57,22 +69,18 @@ for (const sc of storeCases()) {
       await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'take the lease' }] });
 
       store.stall();
-      const opened = (async () => {
-        const stream = await client.chat.completions.create({
-          model: 'm',
-          stream: true,
-          messages: [{ role: 'user', content: 'stream while the store is stalled' }],
-        });
-        const events = stream[Symbol.asyncIterator]();
-        return { events, first: await events.next() };
-      })();
-      // Not a timing: a first byte that waited for the store would never come while it is stalled.
-      let timer: NodeJS.Timeout | undefined;
-      const stuck = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`no first event while the store is stalled; waiting there: ${JSON.stringify(store.waiting)}`)), 10_000);
-      });
-      // Cleared once the race is over, so that it cannot reject later, unhandled, during the next case.
-      const { events, first } = await Promise.race([opened, stuck]).finally(() => clearTimeout(timer));
+      const { events, first } = await whileStalled(
+        (async () => {
+          const stream = await client.chat.completions.create({
+            model: 'm',
+            stream: true,
+            messages: [{ role: 'user', content: 'stream while the store is stalled' }],
+          });
+          const events = stream[Symbol.asyncIterator]();
+          return { events, first: await events.next() };
+        })(),
+        store,
+      );
       expect(first.done).toBe(false);
       expect(first.value!.object).toBe('chat.completion.chunk');
 
@@ -98,6 +106,57 @@ for (const sc of storeCases()) {
       await s.close();
       const after = await books(store, 'acct');
       expect(after.usageRecords).toBe(2);
+      expectExactBooks(after);
+    }, 30_000);
+  });
+}
+
+for (const sc of storeCases()) {
+  describe(`a lease running low on ${sc.name}`, () => {
+    let s: WrappedStack<ReturnType<typeof stallable>>;
+    let store: ReturnType<typeof stallable>;
+    beforeAll(async () => {
+      // A lease of five holds (the first request's, plus a slice of four): a top-up ahead of need
+      // starts once fewer than two are free.
+      s = await wrappedStack(sc, stallable, KEY, 100n * C, { sliceFactor: 4n });
+      store = s.store;
+    });
+    afterAll(async () => {
+      store?.release();
+      await s?.dispose();
+    });
+
+    it('is topped up before a request needs it, so requests are admitted while the store is stalled', async () => {
+      const client = new OpenAI({ baseURL: `${s.gw.url}/v1`, apiKey: KEY, maxRetries: 0 });
+      await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'take the lease' }] });
+      const topups = async () =>
+        Number((await store.query<{ n: unknown }>(`SELECT count(*) AS n FROM ledger WHERE kind = 'hold' AND operation_id LIKE '%:topup:%'`)).rows[0]!.n);
+      expect(await topups()).toBe(0);
+
+      // Streams the upstream holds open keep their holds: three of the lease's five.
+      const holding = new AbortController();
+      const held = (i: number) =>
+        client.chat.completions.create(
+          { model: 'm', stream: true, messages: [{ role: 'user', content: `held ${i} [sim:pause=60000]` }] },
+          { signal: holding.signal },
+        );
+      const open = [await held(1), await held(2), await held(3)];
+      await until(topups, (n) => n === 1, 10_000, 'a top-up ahead of need');
+
+      // Two more: without the top-up ahead, the second would wait on the stalled store for one.
+      store.stall();
+      open.push(await whileStalled(held(4), store), await whileStalled(held(5), store));
+
+      store.release();
+      holding.abort();
+      await Promise.allSettled(
+        open.map(async (stream) => {
+          for await (const _ of stream);
+        }),
+      );
+      await s.close();
+      const after = await books(store, 'acct');
+      expect(after.usageRecords).toBe(6);
       expectExactBooks(after);
     }, 30_000);
   });
