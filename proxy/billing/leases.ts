@@ -87,14 +87,15 @@ export class Leases {
   }
 
   /**
-   * Grows this replica's lease on the account so that `need` (by default the hold `amount`) is
-   * free: what is missing plus a slice (sliceFactor x amount or twice the holds in flight,
-   * whichever is more, but at most half of what the account has left, so sibling replicas are
-   * not starved). Throws InsufficientCreditsError when the account cannot cover even what is missing.
+   * Grows this replica's lease on the account so that `need` (a top-up ahead of need, from
+   * refillAhead), else the hold `amount`, is free: what is missing plus a slice (sliceFactor x
+   * amount or twice the holds in flight, whichever is more, but at most half of what the account
+   * has left, so sibling replicas are not starved). Throws InsufficientCreditsError when the
+   * account cannot cover even what is missing.
    */
-  topUp(acct: AccountLease, amount: bigint, need = amount): Promise<void> {
+  topUp(acct: AccountLease, amount: bigint, need?: bigint): Promise<void> {
     return this.serial(acct, async () => {
-      const shortfall = need - (acct.remaining - acct.reserved);
+      const shortfall = (need ?? amount) - (acct.remaining - acct.reserved);
       if (shortfall <= 0n) return;
       const r = acct.refused;
       if (r && shortfall > r.free && Date.now() - r.at < this.settings.refusalMemoryMs) throw new InsufficientCreditsError(acct.account, amount);
@@ -130,7 +131,7 @@ export class Leases {
         acct.leaseId = out.leaseId;
         acct.remaining = 0n;
       }
-      this.metrics?.topups.inc();
+      this.metrics?.topups.inc({ when: need === undefined ? 'on_request' : 'ahead' });
       acct.validUntil = expiresAt.getTime();
       acct.topups = out.topups;
       acct.remaining += out.take;

@@ -5,7 +5,7 @@ export interface BillingMetrics {
   refusals: Counter<'reason'>;
   commits: Histogram;
   captures: Counter;
-  topups: Counter;
+  topups: Counter<'when'>;
   swept: Counter;
   journalPending: Gauge;
 }
@@ -25,7 +25,12 @@ export function billingMetrics(registry: Registry): BillingMetrics {
       registers: [registry],
     }),
     captures: new Counter({ name: 'tollgate_billing_captures_total', help: 'Settled chat requests written by group commits', registers: [registry] }),
-    topups: new Counter({ name: 'tollgate_billing_lease_topups_total', help: 'Lease top-ups (store transactions on the request path)', registers: [registry] }),
+    topups: new Counter({
+      name: 'tollgate_billing_lease_topups_total',
+      help: 'Lease top-ups (store transactions): ahead of need, in the background, or on_request, on the path of a request that did not fit',
+      labelNames: ['when'] as const,
+      registers: [registry],
+    }),
     swept: new Counter({
       name: 'tollgate_billing_swept_holds_total',
       help: "Expired request and lease holds released by this replica's sweeper",

@@ -154,6 +154,10 @@ for (const sc of storeCases()) {
           for await (const _ of stream);
         }),
       );
+      // The first request took the lease on its own path; nothing else did.
+      const metrics = await (await fetch(`${s.gw.adminUrl}/metrics`)).text();
+      expect(metrics).toContain('tollgate_billing_lease_topups_total{when="on_request"} 1');
+      expect(metrics).toContain('tollgate_billing_lease_topups_total{when="ahead"} 1');
       await s.close();
       const after = await books(store, 'acct');
       expect(after.usageRecords).toBe(6);
