@@ -41,6 +41,8 @@ export class Leases {
   private readonly accounts = new Map<string, AccountLease>();
   private closing = false;
   private readonly refills: FailureLog;
+  /** Holds like a request's own left free below which refillAhead tops up: half a slice. */
+  private readonly lowWater: bigint;
 
   constructor(
     private readonly store: Store,
@@ -51,6 +53,7 @@ export class Leases {
     private readonly metrics: BillingMetrics | undefined,
   ) {
     this.refills = new FailureLog(log, 'billing lease top-up ahead of need');
+    this.lowWater = settings.sliceFactor > 2n ? settings.sliceFactor / 2n : 1n;
   }
 
   /** The account's lease state if this replica has one, without creating it. */
@@ -149,8 +152,7 @@ export class Leases {
    */
   refillAhead(acct: AccountLease, amount: bigint): void {
     if (amount <= 0n || acct.refilling || this.closing) return;
-    const s = this.settings.sliceFactor;
-    const low = amount * (s > 2n ? s / 2n : 1n);
+    const low = amount * this.lowWater;
     if (acct.remaining - acct.reserved >= low) return;
     const r = acct.refused;
     if (r && Date.now() - r.at < this.settings.refusalMemoryMs) return;
