@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { measuredBy, replaceSection } from './results.js';
+import { cpuIdle, measuredBy, replaceSection } from './results.js';
 
 const DOC = '# Benchmark results\n\n## Chat overhead\n\nold chat\n\n## Billing\n\nold billing\n';
 
@@ -38,5 +38,23 @@ describe('measuredBy', () => {
     expect(measuredBy('npx tsx bench/x.ts')).toMatch(
       /^Measured \d{4}-\d\d-\d\d \d\d:\d\d UTC by `npx tsx bench\/x\.ts` on \d+ × .+, \d+\.\d GiB, Node v\d+\.\d+\.\d+$/,
     );
+  });
+});
+
+describe('cpuIdle', () => {
+  const files = (f: Record<string, string>) => (path: string) => f[path];
+
+  it("names a KVM guest's halt polling, which one-connection latencies move with", () => {
+    expect(
+      cpuIdle(files({ '/sys/devices/system/cpu/cpuidle/current_driver': 'haltpoll', '/sys/module/haltpoll/parameters/guest_halt_poll_ns': '200000' })),
+    ).toBe('CPU idle driver haltpoll, an idle vCPU polling 200 µs before it halts');
+    expect(cpuIdle(files({ '/sys/devices/system/cpu/cpuidle/current_driver': 'haltpoll', '/sys/module/haltpoll/parameters/guest_halt_poll_ns': '0' }))).toBe(
+      'CPU idle driver haltpoll, an idle vCPU polling 0 µs before it halts',
+    );
+  });
+
+  it('names another driver alone, and nothing where the kernel does not say', () => {
+    expect(cpuIdle(files({ '/sys/devices/system/cpu/cpuidle/current_driver': 'intel_idle' }))).toBe('CPU idle driver intel_idle');
+    expect(cpuIdle(files({}))).toBeUndefined();
   });
 });

@@ -34,6 +34,28 @@ export function measuredBy(command: string): string {
   return `Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC by \`${command}\` on ${cpu.length} × ${cpu[0]?.model.trim() ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, Node ${process.version}`;
 }
 
+/**
+ * How this machine's CPUs idle, as the kernel says (cpuidle's driver and, in a KVM guest using
+ * `haltpoll`, how long an idle vCPU polls before it halts), or undefined where it does not say.
+ * One-connection latencies move with it: a vCPU that halts while a process waits for a store or
+ * an upstream is woken by the host, slower than one still polling (RESULTS.md, "Hot path work",
+ * 2026-11-29, late evening).
+ */
+export function cpuIdle(read: (path: string) => string | undefined = readTrimmed): string | undefined {
+  const driver = read('/sys/devices/system/cpu/cpuidle/current_driver');
+  if (!driver) return undefined;
+  const pollNs = driver === 'haltpoll' ? read('/sys/module/haltpoll/parameters/guest_halt_poll_ns') : undefined;
+  return pollNs === undefined ? `CPU idle driver ${driver}` : `CPU idle driver haltpoll, an idle vCPU polling ${Number(pollNs) / 1000} µs before it halts`;
+}
+
+function readTrimmed(path: string): string | undefined {
+  try {
+    return readFileSync(path, 'utf8').trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** The median of `xs` (the mean of the two middle ones when their number is even). */
 export function median(xs: readonly number[]): number {
   const s = [...xs].sort((a, b) => a - b);

@@ -17,7 +17,8 @@
  * that many times, the targets taking turns), BENCH_DURATION_MS (per round, default 3000),
  * BENCH_WARMUP_MS (before the first round, default 1000), BENCH_CONNECTIONS (default "1,50"),
  * BENCH_TARGETS (default "floor,floor-pg,nginx,postgres,postgres-commit,postgres-journal,pglite,no-billing"; also
- * "pglite-inline": PGlite on the request thread instead of its worker thread).
+ * "pglite-inline": PGlite on the request thread instead of its worker thread, and "no-billing-pg":
+ * billing off, each answer's end after the durable floor's insert).
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -30,7 +31,7 @@ import { runLoad, type LoadResult } from './chat/load.js';
 import { cpuTicks, imageNode, rssMiB, startChild, TICK_US, writeCalls } from './chat/process.js';
 import { runWrk, wrkAvailable } from './chat/wrk.js';
 import { envNumber } from './env.js';
-import { measuredBy, median as medianOf, publish } from './results.js';
+import { cpuIdle, measuredBy, median as medianOf, publish } from './results.js';
 
 const NOTES = fileURLToPath(new URL('./chat/NOTES.md', import.meta.url));
 const SECTION = '## Chat overhead';
@@ -156,6 +157,8 @@ http {
 }
 
 const loadAtStart = loadavg()[0]!;
+/** Read once at the start, as the load average is: the run's one-connection latencies move with it. */
+const idle = cpuIdle();
 
 let nodeVersion = '';
 
@@ -224,6 +227,15 @@ async function main(): Promise<void> {
       );
     if (wantedTargets.includes('no-billing'))
       await child('no-billing', 'Tollgate, chat path alone (billing off; compiled)', ['gateway', sim.url], { BENCH_BILLING: 'none' }, true);
+    // Not in the default list: set beside postgres, it tells billing's own work from its store's wait.
+    if (pgUrl && wantedTargets.includes('no-billing-pg'))
+      await child(
+        'no-billing-pg',
+        "as no-billing, each answer's end after the durable floor's insert (billing's store wait without billing's work)",
+        ['gateway', sim.url],
+        { BENCH_BILLING: 'none', BENCH_FLOOR_DATABASE_URL: pgUrl },
+        true,
+      );
     for (const t of targets) idleRss.set(t.name, rssMiB(t.pid));
 
     // Rounds interleave the targets: a scenario's figures are medians over rounds, and its ratios
@@ -297,7 +309,7 @@ function render(rows: Row[], targets: Target[], idleRss: Map<string, number>, us
   const lines = [
     SECTION,
     '',
-    `${measuredBy(`npm run bench${quick ? ' -- --quick' : ''}`)}, ${process.platform}.`,
+    `${measuredBy(`npm run bench${quick ? ' -- --quick' : ''}`)}, ${process.platform}${idle ? `, ${idle}` : ''}.`,
     `Every target runs as its own process beside the simulator; load from ${useWrk ? 'wrk (50 connections) and the Node load generator (1 connection: it measures the first byte)' : 'the Node load generator (undici Pool, keep-alive, closed loop)'}; ${rounds} round${rounds === 1 ? '' : 's'} of ${durationMs / 1000} s per scenario and target, the targets taking turns (${warmupMs / 1000} s of warm-up before the first). Each figure is the median of the rounds; each ratio and difference to the floor or to direct is the median of the rounds' own, taken against the floor or direct measured in the same round. Load average: ${loadAtStart.toFixed(1)} at the start, ${loadavg()[0]!.toFixed(1)} at the end.`,
     'Request: POST /v1/chat/completions, a 2 KB body, a 12-word answer (SSE: 15 events). CPU is the target process’s own (user + system, /proc) per request served; writes/req its write system calls per request (/proc/PID/io), which unlike CPU hardly move with how busy the machine is.',
     `The floor and every gateway run compiled by tsc on Node ${nodeVersion} (as the image runs the gateway; \`npm start\` runs the same JavaScript, transpiled by esbuild, on the Node it finds), so that the rows differ by what they do, not by runtime (see bench/chat/NOTES.md for PGlite on Node 20).`,
@@ -359,7 +371,15 @@ function render(rows: Row[], targets: Target[], idleRss: Map<string, number>, us
       dpg(mode) && r1(mode) && d1(mode)
         ? `, ${signed(paired(r1(mode)!, dpg(mode)!, f))} ms beyond the durable floor's ${signed(paired(dpg(mode)!, d1(mode)!, f))} ms`
         : '';
+    // With no-billing-pg in the run: what postgres adds beyond the same path and the same wait,
+    // billing's own work alone (RESULTS, "2026-11-29, late evening").
+    const nbpg = (mode: string) => rows.find((r) => r.target === 'no-billing-pg' && r.mode === mode && r.connections === 1);
+    const beyondWait = (mode: string, f: PerRound) =>
+      nbpg(mode) && r1(mode) && d1(mode)
+        ? `, ${signed(paired(r1(mode)!, nbpg(mode)!, f))} ms beyond no-billing-pg's ${signed(paired(nbpg(mode)!, d1(mode)!, f))} ms`
+        : '';
     const pgCharged = name === 'postgres' || name === 'postgres-commit';
+    const pgWaited = pgCharged || name === 'no-billing-pg';
     const stored = name !== 'no-billing';
     const parts: string[] = [];
     const ms = (v: number) => `${signed(v)} ms`;
@@ -369,17 +389,17 @@ function render(rows: Row[], targets: Target[], idleRss: Map<string, number>, us
     if (tp.length) parts.push(`throughput at 50 connections (goal ≥ 40% of direct): ${tp.join(', ')}`);
     const lat =
       r1('json') && d1('json')
-        ? `added p50 of a whole JSON answer at 1 connection (goal ≤ 0.5 ms): ${goalFigure(r1('json')!, d1('json')!, p50Added, (v) => v <= 0.5, ms)}${beyondFloor('json', p50Added)}${pgCharged ? beyondDurable('json', p50Added) : ''}`
+        ? `added p50 of a whole JSON answer at 1 connection (goal ≤ 0.5 ms): ${goalFigure(r1('json')!, d1('json')!, p50Added, (v) => v <= 0.5, ms)}${beyondFloor('json', p50Added)}${pgWaited ? beyondDurable('json', p50Added) : ''}${pgCharged ? beyondWait('json', p50Added) : ''}`
         : '';
     if (lat) parts.push(lat);
     const ttfb =
       r1('stream') && d1('stream')
-        ? `added first byte, SSE at 1 connection (goal ≤ 0.2 ms): ${goalFigure(r1('stream')!, d1('stream')!, ttfbAdded, (v) => v <= 0.2, ms)}${beyondFloor('stream', ttfbAdded)}${stored ? beyondDurable('stream', ttfbAdded) : ''}`
+        ? `added first byte, SSE at 1 connection (goal ≤ 0.2 ms): ${goalFigure(r1('stream')!, d1('stream')!, ttfbAdded, (v) => v <= 0.2, ms)}${beyondFloor('stream', ttfbAdded)}${stored ? beyondDurable('stream', ttfbAdded) : ''}${pgCharged ? beyondWait('stream', ttfbAdded) : ''}`
         : '';
     if (ttfb) parts.push(ttfb);
     return parts.length ? [`- **${name}**: ${parts.join('; ')}`] : [];
   };
-  lines.push(...['postgres', 'postgres-commit', 'postgres-journal', 'pglite', 'no-billing'].flatMap(goal), '');
+  lines.push(...['postgres', 'postgres-commit', 'postgres-journal', 'pglite', 'no-billing', 'no-billing-pg'].flatMap(goal), '');
   if (existsSync(NOTES)) lines.push(readFileSync(NOTES, 'utf8').trim(), '');
   return lines.join('\n');
 }

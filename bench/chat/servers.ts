@@ -26,7 +26,16 @@ import { FloorJournal } from './floor-journal.js';
 
 const API = 'tollgate.dev/v1alpha1';
 
-const noBilling = (): Billing => ({ holdChat: async () => ({ heldMicro: 0n, settle: async () => {} }), close: async () => {} });
+/**
+ * A billing that holds and charges nothing. With a `journal` (the no-billing-pg target) each
+ * answer's end still waits for a line committed to PostgreSQL, as the durable floor's does: the
+ * chat path with its store's wait and without billing's own work, for telling the two apart.
+ */
+const noBilling = (journal?: FloorJournal) => (): Billing => {
+  let answers = 0;
+  const settle = journal ? () => journal.append(`{"o":"no-billing:${++answers}","a":"bench","m":"sim-gpt","c":"0","t":${Date.now()}}`) : async () => {};
+  return { holdChat: async () => ({ heldMicro: 0n, settle }), close: async () => {} };
+};
 
 async function main(): Promise<void> {
   const [what, simUrl] = process.argv.slice(2);
@@ -81,8 +90,11 @@ async function main(): Promise<void> {
   const { config, errors } = compile(resources.map((object): RawResource => ({ object })));
   if (errors.length) throw new Error(JSON.stringify(errors));
   // The product's own path: metered billing on in-memory PGlite, every feature mounted.
-  // BENCH_BILLING=none isolates the chat path (a billing that holds and charges nothing).
-  const billing = process.env.BENCH_BILLING === 'none' ? noBilling : defaultBilling;
+  // BENCH_BILLING=none isolates the chat path (a billing that holds and charges nothing); with
+  // BENCH_FLOOR_DATABASE_URL each answer's end waits for the durable floor's insert all the same.
+  const floorJournal =
+    process.env.BENCH_BILLING === 'none' && process.env.BENCH_FLOOR_DATABASE_URL ? await FloorJournal.open(process.env.BENCH_FLOOR_DATABASE_URL) : undefined;
+  const billing = process.env.BENCH_BILLING === 'none' ? noBilling(floorJournal) : defaultBilling;
   // BENCH_DATABASE_URL: the cluster's shape, billing on PostgreSQL (a schema of its own, dropped at exit).
   const pgUrl = process.env.BENCH_DATABASE_URL;
   const schema = `bench_chat_${randomBytes(4).toString('hex')}`;
@@ -112,6 +124,7 @@ async function main(): Promise<void> {
   await gw.deps.store.tx((q) => credit(q, { account: 'bench', operationId: 'bench-grant', amount: 1_000_000_000n * MICRO }));
   exitOnSignal(async () => {
     await gw.close();
+    await floorJournal?.close();
     if (store) {
       if (pgUrl) await store.query(`DROP SCHEMA "${schema}" CASCADE`);
       await store.close();
