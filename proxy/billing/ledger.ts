@@ -105,35 +105,38 @@ export async function hold(q: Queryable, h: HoldInput): Promise<boolean> {
   return true;
 }
 
+/** A replica's lease on an account to take or grow (topUpLease). */
+export interface LeaseTopUp {
+  account: string;
+  /** The lease to grow, if the replica has one. */
+  leaseId: string | undefined;
+  /** The growth's operation id (a replay writes nothing). */
+  topUpId: string;
+  /** The lease taken when there is none, or the one to grow is gone (released by a sweeper). */
+  newLeaseId: string;
+  /** What the replica lacks: refused unless the account has this much free. */
+  shortfall: bigint;
+  /** Taken beyond the shortfall, or half of what is free beyond it if less. */
+  slice: bigint;
+  expiresAt: Date;
+  owner: string;
+}
+
 /**
- * Grows an open hold (a lease's top-up) by `amount`, under the same atomic check as hold(). The
- * row is a 'hold' row pointing at the hold it grows (hold_id). Returns false when this top-up
- * was already applied and null when the hold is gone (the sweeper released it); throws
- * InsufficientCreditsError when the account cannot cover it.
+ * Takes or grows a replica's lease in one statement (billing_lease_topup(), migration 041): the
+ * lease's row and the account's locked in the ledger's order, the same check as hold(), a
+ * 'hold' row (a growth's points at the lease it grows). Refused, nothing written, when the
+ * account has less free than the shortfall; `free` is what it had. A replayed operation id writes
+ * nothing and returns what it would have taken.
  */
-export async function extendHold(q: Queryable, e: { holdId: string; operationId: string; amount: bigint; expiresAt: Date }): Promise<boolean | null> {
-  if (e.amount <= 0n) throw new RangeError('a top-up must be positive');
-  const h = await lockHold(q, e.holdId);
-  if (!h) return null;
-  const seen = await q.query("SELECT 1 FROM ledger WHERE operation_id = $1 AND kind = 'hold'", [e.operationId]);
-  if (seen.rows.length > 0) return false;
-  const ok = await q.query('UPDATE accounts SET held = held + $2, updated_at = now() WHERE account = $1 AND balance - held >= $2 RETURNING account', [
-    h.account,
-    e.amount.toString(),
-  ]);
-  if (ok.rows.length === 0) throw new InsufficientCreditsError(h.account, e.amount);
-  await q.query(`INSERT INTO ledger (account, operation_id, kind, delta_held, hold_id) VALUES ($1, $2, 'hold', $3, $4)`, [
-    h.account,
-    e.operationId,
-    e.amount.toString(),
-    e.holdId,
-  ]);
-  await q.query('UPDATE holds SET amount = amount + $2, remaining = remaining + $2, expires_at = GREATEST(expires_at, $3::timestamptz) WHERE hold_id = $1', [
-    e.holdId,
-    e.amount.toString(),
-    e.expiresAt.toISOString(),
-  ]);
-  return true;
+export async function topUpLease(q: Queryable, t: LeaseTopUp): Promise<{ outcome: 'refused' | 'grown' | 'taken'; free: bigint; took: bigint }> {
+  const r = await q.query<{ outcome: 'refused' | 'grown' | 'taken'; free: unknown; took: unknown }>(
+    'SELECT outcome, free, took FROM billing_lease_topup($1, $2, $3, $4, $5, $6, $7, $8)',
+    [t.account, t.leaseId ?? null, t.topUpId, t.newLeaseId, t.shortfall.toString(), t.slice.toString(), t.expiresAt.toISOString(), t.owner],
+    { prepare: 'billing_lease_topup' },
+  );
+  const row = r.rows[0]!;
+  return { outcome: row.outcome, free: big(row.free), took: big(row.took) };
 }
 
 /**

@@ -5,12 +5,12 @@ import {
   capture,
   checkKeySpend,
   credit,
-  extendHold,
   hold,
   InsufficientCreditsError,
   keySpent,
   release,
   SpendLimitError,
+  topUpLease,
   verifyLedger,
 } from '../../proxy/billing/ledger.js';
 
@@ -66,22 +66,24 @@ for (const c of storeCases({ thread: true })) {
       }
     });
 
-    it('a lease grows by top-up rows under the same check; replays and top-ups of a released lease change nothing', async () => {
+    it('a lease is taken and grown by hold rows under the same check; a replay writes nothing; a released lease is taken anew', async () => {
       const store = await c.open();
       try {
         await store.tx((q) => credit(q, { account: 'd', operationId: 'g', amount: 5n * C }));
-        await store.tx((q) => hold(q, { account: 'd', holdId: 'L', amount: C, expiresAt: later(), purpose: 'lease', owner: 'r' }));
-        expect(await store.tx((q) => extendHold(q, { holdId: 'L', operationId: 'L:topup:1', amount: 2n * C, expiresAt: later() }))).toBe(true);
-        expect(await store.tx((q) => extendHold(q, { holdId: 'L', operationId: 'L:topup:1', amount: 2n * C, expiresAt: later() }))).toBe(false);
+        const lease = { account: 'd', expiresAt: later(), owner: 'r', slice: 0n };
+        const take = (leaseId: string | undefined, topUpId: string, newLeaseId: string, shortfall: bigint) =>
+          topUpLease(store, { ...lease, leaseId, topUpId, newLeaseId, shortfall });
+        expect(await take(undefined, '-', 'L', C)).toEqual({ outcome: 'taken', free: 5n * C, took: C });
+        expect(await take('L', 'L:topup:1', 'L2', 2n * C)).toEqual({ outcome: 'grown', free: 4n * C, took: 2n * C });
+        expect(await take('L', 'L:topup:1', 'L2', 2n * C)).toEqual({ outcome: 'grown', free: 2n * C, took: 2n * C });
         expect(await accountState(store, 'd')).toEqual({ balance: 5n * C, held: 3n * C });
-        await expect(store.tx((q) => extendHold(q, { holdId: 'L', operationId: 'L:topup:2', amount: 3n * C, expiresAt: later() }))).rejects.toBeInstanceOf(
-          InsufficientCreditsError,
-        );
+        expect(await take('L', 'L:topup:2', 'L2', 3n * C)).toEqual({ outcome: 'refused', free: 2n * C, took: 0n });
+        expect(await accountState(store, 'd')).toEqual({ balance: 5n * C, held: 3n * C });
         await store.tx((q) => capture(q, { holdId: 'L', operationId: 'c1', amount: C, close: false }));
         expect(await verifyLedger(store)).toEqual([]);
         expect(await store.tx((q) => release(q, { holdId: 'L' }))).toBe(2n * C);
-        expect(await store.tx((q) => extendHold(q, { holdId: 'L', operationId: 'L:topup:3', amount: C, expiresAt: later() }))).toBeNull();
-        expect(await accountState(store, 'd')).toEqual({ balance: 4n * C, held: 0n });
+        expect(await take('L', 'L:topup:3', 'L2', C)).toEqual({ outcome: 'taken', free: 4n * C, took: C });
+        expect(await accountState(store, 'd')).toEqual({ balance: 4n * C, held: C });
         expect(await verifyLedger(store)).toEqual([]);
       } finally {
         await disposeStore(store);

@@ -1,0 +1,91 @@
+import { describe, expect, it } from 'vitest';
+import type { Logger } from '../../kernel/log.js';
+import { accountState, credit, InsufficientCreditsError, release, verifyLedger } from '../../proxy/billing/ledger.js';
+import { Leases } from '../../proxy/billing/leases.js';
+import { billingSettings } from '../../proxy/billing/settings.js';
+import type { Queryable } from '../../proxy/store/index.js';
+import { disposeStore, storeCases } from '../support/stores.js';
+
+const C = 1_000_000n; // one credit
+
+function recordingLog(): Logger & { warnings: string[] } {
+  const warnings: string[] = [];
+  const log: Logger & { warnings: string[] } = {
+    warnings,
+    info() {},
+    warn: (msg) => void warnings.push(msg),
+    error() {},
+    child: () => log,
+  };
+  return log;
+}
+
+async function ledgerRows(q: Queryable, account: string): Promise<number> {
+  return (await q.query('SELECT 1 FROM ledger WHERE account = $1', [account])).rows.length;
+}
+
+// A replica takes and grows its lease on an account in one statement (migration 041); these are
+// the outcomes the transaction of separate statements had, each with the books exact.
+for (const c of storeCases({ thread: true })) {
+  describe(`a replica's lease on ${c.name}`, () => {
+    it('is taken, grown, and taken anew after a sweeper released it behind its back', async () => {
+      const store = await c.open();
+      try {
+        await store.tx((q) => credit(q, { account: 'a', operationId: 'g', amount: 100n * C }));
+        const log = recordingLog();
+        const leases = new Leases(store, log, billingSettings(), 'r1', undefined);
+        const acct = leases.of('a');
+
+        await leases.topUp(acct, C);
+        // The hold and a slice of eight such holds.
+        expect(acct).toMatchObject({ leaseId: 'lease:r1:a:1', remaining: 9n * C, generation: 1 });
+        expect(await accountState(store, 'a')).toEqual({ balance: 100n * C, held: 9n * C });
+
+        // Everything in flight: the next request does not fit. The slice is twice what is in
+        // flight with it (2 x 10) when that is more than eight holds, plus what it lacks.
+        acct.reserved = acct.remaining;
+        await leases.topUp(acct, C);
+        expect(acct).toMatchObject({ leaseId: 'lease:r1:a:1', remaining: 30n * C, topups: 1 });
+        expect(await accountState(store, 'a')).toEqual({ balance: 100n * C, held: 30n * C });
+        expect(await verifyLedger(store)).toEqual([]);
+
+        // Another replica's sweeper releases it (this one could not renew it in time): the next
+        // top-up takes a new lease, as much as half of what is free beyond what it lacks.
+        await store.tx((q) => release(q, { holdId: 'lease:r1:a:1' }));
+        acct.reserved = acct.remaining;
+        await leases.topUp(acct, C);
+        // In flight then: 30 + 1; the slice 62 is more than half of the 99 free beyond the 1.
+        expect(acct).toMatchObject({ leaseId: 'lease:r1:a:2', generation: 2, topups: 0, remaining: C + 49_500_000n });
+        expect(log.warnings).toEqual(['billing lease was released while in use; a new one was taken']);
+        expect(await accountState(store, 'a')).toEqual({ balance: 100n * C, held: C + 49_500_000n });
+        expect(await verifyLedger(store)).toEqual([]);
+      } finally {
+        await disposeStore(store);
+      }
+    });
+
+    it('takes at most half of what is free beyond what it lacks, and writes nothing when the account cannot cover it', async () => {
+      const store = await c.open();
+      try {
+        await store.tx((q) => credit(q, { account: 'c', operationId: 'g-c', amount: 10n * C }));
+        await store.tx((q) => credit(q, { account: 'b', operationId: 'g-b', amount: 2n * C }));
+        const leases = new Leases(store, recordingLog(), billingSettings(), 'r1', undefined);
+
+        const cAcct = leases.of('c');
+        await leases.topUp(cAcct, 2n * C);
+        // Eight holds would be 16 credits; half of the 8 free beyond the hold is 4.
+        expect(cAcct.remaining).toBe(6n * C);
+        expect(await accountState(store, 'c')).toEqual({ balance: 10n * C, held: 6n * C });
+
+        const bAcct = leases.of('b');
+        await expect(leases.topUp(bAcct, 3n * C)).rejects.toBeInstanceOf(InsufficientCreditsError);
+        expect(bAcct).toMatchObject({ leaseId: undefined, remaining: 0n, refused: { free: 2n * C } });
+        expect(await accountState(store, 'b')).toEqual({ balance: 2n * C, held: 0n });
+        expect(await ledgerRows(store, 'b')).toBe(1);
+        expect(await verifyLedger(store)).toEqual([]);
+      } finally {
+        await disposeStore(store);
+      }
+    });
+  });
+}
