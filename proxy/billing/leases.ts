@@ -113,8 +113,7 @@ export class Leases {
       // One statement: seven to nine round trips as a transaction of separate statements.
       const r = await topUpLease(this.store, {
         account: acct.account,
-        leaseId: acct.leaseId,
-        topUpId: `${acct.leaseId}:topup:${n}`,
+        grow: acct.leaseId ? { leaseId: acct.leaseId, topUpId: `${acct.leaseId}:topup:${n}` } : undefined,
         newLeaseId: newLease,
         shortfall,
         slice,

@@ -108,10 +108,8 @@ export async function hold(q: Queryable, h: HoldInput): Promise<boolean> {
 /** A replica's lease on an account to take or grow (topUpLease). */
 export interface LeaseTopUp {
   account: string;
-  /** The lease to grow, if the replica has one. */
-  leaseId: string | undefined;
-  /** The growth's operation id (a replay writes nothing). */
-  topUpId: string;
+  /** The lease to grow, if the replica has one, and the growth's operation id (a replay writes nothing). */
+  grow: { leaseId: string; topUpId: string } | undefined;
   /** The lease taken when there is none, or the one to grow is gone (released by a sweeper). */
   newLeaseId: string;
   /** What the replica lacks: refused unless the account has this much free. */
@@ -132,7 +130,7 @@ export interface LeaseTopUp {
 export async function topUpLease(q: Queryable, t: LeaseTopUp): Promise<{ outcome: 'refused' | 'grown' | 'taken'; free: bigint; took: bigint }> {
   const r = await q.query<{ outcome: 'refused' | 'grown' | 'taken'; free: unknown; took: unknown }>(
     'SELECT outcome, free, took FROM billing_lease_topup($1, $2, $3, $4, $5, $6, $7, $8)',
-    [t.account, t.leaseId ?? null, t.topUpId, t.newLeaseId, t.shortfall.toString(), t.slice.toString(), t.expiresAt.toISOString(), t.owner],
+    [t.account, t.grow?.leaseId ?? null, t.grow?.topUpId ?? null, t.newLeaseId, t.shortfall.toString(), t.slice.toString(), t.expiresAt.toISOString(), t.owner],
     { prepare: 'billing_lease_topup' },
   );
   const row = r.rows[0]!;

@@ -72,7 +72,7 @@ for (const c of storeCases({ thread: true })) {
         await store.tx((q) => credit(q, { account: 'd', operationId: 'g', amount: 5n * C }));
         const lease = { account: 'd', expiresAt: later(), owner: 'r', slice: 0n };
         const take = (leaseId: string | undefined, topUpId: string, newLeaseId: string, shortfall: bigint) =>
-          topUpLease(store, { ...lease, leaseId, topUpId, newLeaseId, shortfall });
+          topUpLease(store, { ...lease, grow: leaseId ? { leaseId, topUpId } : undefined, newLeaseId, shortfall });
         expect(await take(undefined, '-', 'L', C)).toEqual({ outcome: 'taken', free: 5n * C, took: C });
         expect(await take('L', 'L:topup:1', 'L2', 2n * C)).toEqual({ outcome: 'grown', free: 4n * C, took: 2n * C });
         expect(await take('L', 'L:topup:1', 'L2', 2n * C)).toEqual({ outcome: 'grown', free: 2n * C, took: 2n * C });
