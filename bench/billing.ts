@@ -28,7 +28,7 @@ import { compile, type RawResource } from '../api/snapshot/index.js';
 import { MICRO } from '../api/snapshot/money.js';
 import { meteredBilling } from '../proxy/billing/engine.js';
 import { writeCaptures, type CaptureItem } from '../proxy/billing/commit.js';
-import { accountState, credit, hold, verifyLedger } from '../proxy/billing/ledger.js';
+import { credit, hold } from '../proxy/billing/ledger.js';
 import type { Billing } from '../proxy/billing/types.js';
 import { StaticConfigSource } from '../proxy/config/folder-source.js';
 import { defaultFeatures } from '../proxy/front/features.js';
@@ -37,6 +37,7 @@ import { createLogger } from '../kernel/log.js';
 import { readSettings } from '../kernel/settings.js';
 import { openStore } from '../proxy/store/index.js';
 import { startSimulator } from '../simulator/index.js';
+import { readBooks } from './chat/books.js';
 import { envNumber as num } from './env.js';
 import { measuredBy, publish } from './results.js';
 
@@ -107,19 +108,7 @@ async function serve(what: string, simUrl: string | undefined): Promise<void> {
   await store.tx((q) => credit(q, { account: 'bench', operationId: 'bench-grant', amount: granted }));
   onSignal(async () => {
     await gw.close();
-    if (metered) {
-      const s = await accountState(store, 'bench');
-      const u = await store.query<{ s: unknown; n: unknown }>(
-        "SELECT COALESCE(SUM(credits), 0) AS s, COUNT(*) AS n FROM usage_records WHERE account = 'bench'",
-      );
-      const books = {
-        held: s.held.toString(),
-        exact: s.balance === granted - BigInt(u.rows[0]!.s as string),
-        records: Number(u.rows[0]!.n),
-        violations: (await verifyLedger(store)).length,
-      };
-      process.stdout.write(`${JSON.stringify({ books })}\n`);
-    }
+    if (metered) process.stdout.write(`${JSON.stringify({ books: await readBooks(store, 'bench', granted) })}\n`);
     if (pg) {
       const r = await store.query<{ s: string }>('SELECT current_schema() AS s');
       await store.query(`DROP SCHEMA "${r.rows[0]!.s}" CASCADE`);

@@ -19,6 +19,12 @@
  * BENCH_TARGETS (default "floor,floor-pg,nginx,postgres,postgres-commit,postgres-journal,pglite,no-billing"; also
  * "pglite-inline": PGlite on the request thread instead of its worker thread, and "no-billing-pg":
  * billing off, each answer's end after the durable floor's insert).
+ *
+ * After every round of a metered gateway its books are checked (GET /bench/books on its admin
+ * port), and after its shutdown once more: balance = grant - usage, the ledger consistent, as many
+ * requests charged as the load read answers to the end (at 50 connections, within the request wrk
+ * leaves unread on each connection when it stops), and nothing held once it has shut down. Books
+ * that are not exact fail the run (exit code 1) and are named in the goal lines.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -28,7 +34,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BENCH_KEY, chatBody } from './chat/config.js';
 import { runLoad, type LoadResult } from './chat/load.js';
-import { cpuTicks, imageNode, rssMiB, startChild, TICK_US, writeCalls } from './chat/process.js';
+import { booksProblem, type Books, type Charged } from './chat/books.js';
+import { cpuTicks, imageNode, rssMiB, startChild, stopChild, TICK_US, writeCalls, type Child } from './chat/process.js';
 import { runWrk, wrkAvailable } from './chat/wrk.js';
 import { envNumber } from './env.js';
 import { cpuIdle, measuredBy, median as medianOf, publish } from './results.js';
@@ -48,11 +55,14 @@ interface Target {
   title: string;
   url: string;
   pid: number;
-  stop(): void;
+  /** Stops it and waits for its exit. */
+  stop(): Promise<void>;
   /** Whether requests carry the API key (the gateway) or go as they are (floors). */
   gateway: boolean;
   /** A gateway's admin URL (its /metrics). */
   admin?: string;
+  /** A metered gateway's process, which prints its books at shutdown. */
+  metered?: Child;
 }
 
 /** One round of one scenario on one target. */
@@ -64,6 +74,8 @@ interface Sample {
   writes: number;
   /** The gateway's billing commits in the round (none without billing). */
   commits: Commits | undefined;
+  /** A metered gateway's books after the round, what every load so far may have had it charge, and what is wrong ('' when nothing). */
+  books?: { books: Books; charged: Charged; problem: string };
 }
 
 /** Billing commits over a window: how many, how long they took in all (seconds), and the requests they carried. */
@@ -151,7 +163,12 @@ http {
     title: 'nginx reverse proxy (floor)',
     url: `http://127.0.0.1:${port}`,
     pid: child.pid!,
-    stop: () => child.kill('SIGTERM'),
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
     gateway: false,
   };
 }
@@ -166,12 +183,25 @@ async function main(): Promise<void> {
   const useWrk = await wrkAvailable();
   nodeVersion = execFileSync(await imageNode(), ['--version'], { encoding: 'utf8' }).trim();
   const sim = await startChild(['sim']);
-  const targets: Target[] = [{ name: 'direct', title: 'simulator, called directly', url: sim.url, pid: sim.child.pid!, stop: () => {}, gateway: false }];
+  const targets: Target[] = [{ name: 'direct', title: 'simulator, called directly', url: sim.url, pid: sim.child.pid!, stop: async () => {}, gateway: false }];
   // The gateway runs compiled, as the image runs it, unless `compiled` is false (through tsx, from the sources).
   const child = async (name: string, title: string, args: string[], env: Record<string, string>, gateway: boolean, compiled = gateway) => {
     const c = await startChild(args, env, compiled);
-    targets.push({ name, title, url: c.url, pid: c.child.pid!, stop: () => c.child.kill('SIGTERM'), gateway, ...(c.admin ? { admin: c.admin } : {}) });
+    const metered = gateway && env.BENCH_BILLING !== 'none';
+    targets.push({
+      name,
+      title,
+      url: c.url,
+      pid: c.child.pid!,
+      stop: () => stopChild(c),
+      gateway,
+      ...(c.admin ? { admin: c.admin } : {}),
+      ...(metered ? { metered: c } : {}),
+    });
   };
+  // What each metered gateway may have charged so far, warm-ups included.
+  const charged = new Map<string, Charged>();
+  const shutdownBooks = new Map<string, { books: Books | undefined; problem: string }>();
   const rows: Row[] = [];
   const idleRss = new Map<string, number>();
   try {
@@ -267,7 +297,8 @@ async function main(): Promise<void> {
             const served = load.rps * wall;
             const writes = (writeCalls(t.pid) - writesBefore) / served;
             const commits = commitsBetween(commitsBefore, await commitCounters(t.admin));
-            const sample = { load, cpuUs: (ticks * TICK_US) / served, writes, commits };
+            const sample: Sample = { load, cpuUs: (ticks * TICK_US) / served, writes, commits };
+            if (t.metered) sample.books = await checkBooks(t, charged, load.charged);
             let row = rows.find((r) => r.target === t.name && r.mode === mode && r.connections === connections);
             if (!row) rows.push((row = { target: t.name, mode, connections, samples: [], rssMiB: 0 }));
             row.samples.push(sample);
@@ -279,10 +310,38 @@ async function main(): Promise<void> {
       }
     }
   } finally {
-    for (const t of targets) t.stop();
+    await Promise.all(
+      targets.map(async (t) => {
+        await t.stop();
+        if (!t.metered) return;
+        // After the gateway's shutdown every lease is handed back: nothing may be held.
+        const books = t.metered.lines.find((l) => l.books)?.books as Books | undefined;
+        const problem = books ? booksProblem(books, charged.get(t.name) ?? { least: 0, most: 0 }, true) : 'no books printed at shutdown';
+        shutdownBooks.set(t.name, { books, problem });
+      }),
+    );
     sim.child.kill('SIGTERM');
   }
-  publish(SECTION, render(rows, targets, idleRss, useWrk));
+  const wrong = [...rows.flatMap((r) => r.samples.map((s) => s.books?.problem ?? '')), ...[...shutdownBooks.values()].map((b) => b.problem)].filter(Boolean);
+  if (wrong.length) {
+    process.stderr.write(`BOOKS NOT EXACT:\n${wrong.join('\n')}\n`);
+    process.exitCode = 1;
+  }
+  publish(SECTION, render(rows, targets, idleRss, useWrk, shutdownBooks));
+}
+
+/**
+ * A metered gateway's books after a round (GET /bench/books on its admin port, once its
+ * journaled charges reached them), against what every load so far may have had it charge.
+ */
+async function checkBooks(t: Target, charged: Map<string, Charged>, round: Charged): Promise<NonNullable<Sample['books']>> {
+  const so = charged.get(t.name) ?? { least: 0, most: 0 };
+  const now = { least: so.least + round.least, most: so.most + round.most };
+  charged.set(t.name, now);
+  const books = (await (await fetch(`${t.admin}/bench/books`)).json()) as Books;
+  const problem = booksProblem(books, now, false);
+  if (problem) process.stderr.write(`${t.name}: books not exact: ${problem}\n`);
+  return { books, charged: now, problem };
 }
 
 type PerRound = (s: Sample, base: Sample) => number;
@@ -305,7 +364,13 @@ function commitFigure(r: Row, f: (c: Commits) => number, digits: number): string
   return xs.some(Number.isFinite) ? fx(median(xs), digits) : '—';
 }
 
-function render(rows: Row[], targets: Target[], idleRss: Map<string, number>, useWrk: boolean): string {
+function render(
+  rows: Row[],
+  targets: Target[],
+  idleRss: Map<string, number>,
+  useWrk: boolean,
+  shutdownBooks: Map<string, { books: Books | undefined; problem: string }>,
+): string {
   const lines = [
     SECTION,
     '',
@@ -350,6 +415,22 @@ function render(rows: Row[], targets: Target[], idleRss: Map<string, number>, us
     lines.push(`| ${t.name} | ${t.title} | ${fx(idleRss.get(t.name) ?? NaN, 0)} | ${fx(after, 0)} |`);
   }
   lines.push('');
+  // Goal 6: the books of a metered gateway after each of its rounds and after its shutdown.
+  const booksLine = (name: string) => {
+    const checks = rows.filter((r) => r.target === name).flatMap((r) => r.samples.flatMap((x) => (x.books ? [x.books] : [])));
+    const end = shutdownBooks.get(name);
+    if (!checks.length || !end) return '';
+    const wrong = checks.filter((c) => c.problem);
+    // The checks in the order they ran: the last saw every load.
+    const last = checks.reduce((a, b) => (b.charged.most > a.charged.most ? b : a));
+    const after = end.problem ? `after shutdown NOT exact: ${end.problem}` : 'after shutdown nothing held, balance = grant - usage, ledger consistent';
+    return (
+      `books (goal 6): exact after ${checks.length - wrong.length} of ${checks.length} rounds (balance = grant - usage, ledger consistent, ` +
+      `as many requests charged as answers read to the end at one connection; at 50, wrk leaves a request unread on each connection when it stops)` +
+      `${wrong.length ? `, NOT after ${wrong.length}: ${wrong[0]!.problem}` : ''}; ${last.books.records} requests charged for ${last.charged.least} answers read to the end, ` +
+      `at most ${last.charged.most} sent; ${after}`
+    );
+  };
   const goal = (name: string) => {
     const r50 = (mode: string) => rows.find((r) => r.target === name && r.mode === mode && r.connections === 50);
     const f50 = (mode: string) => rows.find((r) => r.target === 'floor' && r.mode === mode && r.connections === 50);
@@ -397,6 +478,8 @@ function render(rows: Row[], targets: Target[], idleRss: Map<string, number>, us
         ? `added first byte, SSE at 1 connection (goal ≤ 0.2 ms): ${goalFigure(r1('stream')!, d1('stream')!, ttfbAdded, (v) => v <= 0.2, ms)}${beyondFloor('stream', ttfbAdded)}${stored ? beyondDurable('stream', ttfbAdded) : ''}${pgCharged ? beyondWait('stream', ttfbAdded) : ''}`
         : '';
     if (ttfb) parts.push(ttfb);
+    const books = booksLine(name);
+    if (books) parts.push(books);
     return parts.length ? [`- **${name}**: ${parts.join('; ')}`] : [];
   };
   lines.push(...['postgres', 'postgres-commit', 'postgres-journal', 'pglite', 'no-billing', 'no-billing-pg'].flatMap(goal), '');

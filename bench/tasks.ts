@@ -73,6 +73,7 @@ function merge(parts: LoadResult[]): LoadResult {
     rps: parts.reduce((n, p) => n + p.rps, 0),
     p50: worst((p) => p.p50),
     p99: worst((p) => p.p99),
+    charged: { least: parts.reduce((n, p) => n + p.charged.least, 0), most: parts.reduce((n, p) => n + p.charged.most, 0) },
     ttfb50: worst((p) => p.ttfb50),
     ttfb99: worst((p) => p.ttfb99),
   };

@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { Pool } from 'undici';
+import type { Charged } from './books.js';
 
 /** One scenario's measurements (milliseconds, requests per second). */
 export interface LoadResult {
@@ -11,6 +12,8 @@ export interface LoadResult {
   p99: number;
   ttfb50: number;
   ttfb99: number;
+  /** How many requests of the call, warm-up included, a metered target may have charged. */
+  charged: Charged;
 }
 
 export interface LoadOptions {
@@ -40,6 +43,9 @@ export async function runLoad(o: LoadOptions): Promise<LoadResult> {
   const lat: number[] = [];
   const ttfb: number[] = [];
   let errors = 0;
+  // Warm-up included: what the target may have charged.
+  let answered = 0;
+  let failed = 0;
   let recording = false;
   let stop = false;
 
@@ -52,9 +58,11 @@ export async function runLoad(o: LoadOptions): Promise<LoadResult> {
         for await (const _chunk of res.body) if (first === 0) first = performance.now();
         if (res.statusCode !== 200) throw new Error(`status ${res.statusCode}`);
       } catch {
+        failed++;
         if (recording) errors++;
         continue;
       }
+      answered++;
       if (!recording) continue;
       const end = performance.now();
       lat.push(end - t0);
@@ -73,5 +81,16 @@ export async function runLoad(o: LoadOptions): Promise<LoadResult> {
   await pool.close();
   const l = Float64Array.from(lat).sort();
   const t = Float64Array.from(ttfb).sort();
-  return { requests: l.length, errors, seconds, rps: l.length / seconds, p50: pct(l, 50), p99: pct(l, 99), ttfb50: pct(t, 50), ttfb99: pct(t, 99) };
+  return {
+    requests: l.length,
+    errors,
+    seconds,
+    rps: l.length / seconds,
+    p50: pct(l, 50),
+    p99: pct(l, 99),
+    ttfb50: pct(t, 50),
+    ttfb99: pct(t, 99),
+    // Every worker read its last answer before it stopped: none was left unanswered.
+    charged: { least: answered, most: answered + failed },
+  };
 }

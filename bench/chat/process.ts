@@ -46,16 +46,22 @@ export function compiledServers(): string {
   return (built = join(out, 'bench/chat/servers.js'));
 }
 
+/** A process of bench/chat/servers.ts, listening. */
+export interface Child {
+  child: ChildProcess;
+  url: string;
+  /** A gateway's admin URL (its /metrics). */
+  admin?: string;
+  /** The lines `{"books": ...}` it printed after its first (a metered gateway's books at shutdown). */
+  lines: Record<string, unknown>[];
+}
+
 /**
  * `bench/chat/servers.ts ARGS` in a process of its own, through tsx (from the sources) or
  * compiled on the image's Node (`compiled`: as the image runs); resolves with the URL it prints
  * when listening (and a gateway's admin URL, where its /metrics are).
  */
-export async function startChild(
-  args: string[],
-  env: Record<string, string> = {},
-  compiled = false,
-): Promise<{ child: ChildProcess; url: string; admin?: string }> {
+export async function startChild(args: string[], env: Record<string, string> = {}, compiled = false): Promise<Child> {
   const entry = compiled ? [compiledServers()] : ['--import', 'tsx', 'bench/chat/servers.ts'];
   const node = compiled ? await imageNode() : process.execPath;
   return new Promise((resolve, reject) => {
@@ -64,13 +70,32 @@ export async function startChild(
       stdio: ['ignore', 'pipe', 'inherit'],
       env: { ...process.env, ...env },
     });
+    let started: Child | undefined;
     let buf = '';
     child.stdout!.on('data', (d: Buffer) => {
       buf += d.toString();
-      const nl = buf.indexOf('\n');
-      if (nl !== -1) resolve({ child, ...(JSON.parse(buf.slice(0, nl)) as { url: string; admin?: string }) });
+      for (let nl = buf.indexOf('\n'); nl !== -1; nl = buf.indexOf('\n')) {
+        const text = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        if (!started) resolve((started = { child, ...(JSON.parse(text) as { url: string; admin?: string }), lines: [] }));
+        // A log line on stdout is not one of these.
+        else if (text.startsWith('{"books"')) started.lines.push(JSON.parse(text) as Record<string, unknown>);
+      }
     });
     child.once('exit', (code) => reject(new Error(`${args[0]} exited with ${code}`)));
+  });
+}
+
+/** Stops a child (SIGTERM; SIGKILL after `ms`) and waits for its exit, so that what it prints on the way out is in its `lines`. */
+export function stopChild(c: Child, ms = 30_000): Promise<void> {
+  if (c.child.exitCode !== null || c.child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const t = setTimeout(() => c.child.kill('SIGKILL'), ms);
+    c.child.once('exit', () => {
+      clearTimeout(t);
+      resolve();
+    });
+    c.child.kill('SIGTERM');
   });
 }
 

@@ -16,15 +16,39 @@ import { credit } from '../../proxy/billing/ledger.js';
 import type { Billing } from '../../proxy/billing/types.js';
 import { StaticConfigSource } from '../../proxy/config/folder-source.js';
 import { defaultBilling, defaultFeatures } from '../../proxy/front/features.js';
-import { startGateway } from '../../proxy/front/gateway.js';
+import { startGateway, type FeatureFactory } from '../../proxy/front/gateway.js';
+import { sendJson } from '../../proxy/http/send.js';
 import { createLogger } from '../../kernel/log.js';
 import { readSettings } from '../../kernel/settings.js';
 import { startSimulator } from '../../simulator/index.js';
+import { readBooks } from './books.js';
 import { BENCH_KEY_HASH } from './config.js';
 import { startFloor } from './floor.js';
 import { FloorJournal } from './floor-journal.js';
 
 const API = 'tollgate.dev/v1alpha1';
+/** What the bench account is granted once, at start. */
+const GRANT = 1_000_000_000n * MICRO;
+
+/**
+ * GET /bench/books on the admin port: the bench account's books once this replica's journaled
+ * charges have reached them, read by `npm run bench` after every round of a metered gateway.
+ */
+const booksFeature: FeatureFactory = (deps) => ({
+  routes: [],
+  adminRoutes: [
+    {
+      method: 'GET',
+      path: '/bench/books',
+      shape: 'openai',
+      auth: 'none',
+      handler: async (ctx) => {
+        await deps.billing.booksCurrent?.();
+        sendJson(ctx.res, 200, await readBooks(deps.store, 'bench', GRANT));
+      },
+    },
+  ],
+});
 
 /**
  * A billing that holds and charges nothing. With a `journal` (the no-billing-pg target) each
@@ -94,7 +118,8 @@ async function main(): Promise<void> {
   // BENCH_FLOOR_DATABASE_URL each answer's end waits for the durable floor's insert all the same.
   const floorJournal =
     process.env.BENCH_BILLING === 'none' && process.env.BENCH_FLOOR_DATABASE_URL ? await FloorJournal.open(process.env.BENCH_FLOOR_DATABASE_URL) : undefined;
-  const billing = process.env.BENCH_BILLING === 'none' ? noBilling(floorJournal) : defaultBilling;
+  const metered = process.env.BENCH_BILLING !== 'none';
+  const billing = metered ? defaultBilling : noBilling(floorJournal);
   // BENCH_DATABASE_URL: the cluster's shape, billing on PostgreSQL (a schema of its own, dropped at exit).
   const pgUrl = process.env.BENCH_DATABASE_URL;
   const schema = `bench_chat_${randomBytes(4).toString('hex')}`;
@@ -119,13 +144,15 @@ async function main(): Promise<void> {
     adminPort: 0,
     log: createLogger({}, 'error'),
     billing,
-    features: defaultFeatures,
+    features: metered ? [...defaultFeatures, booksFeature] : defaultFeatures,
   });
-  await gw.deps.store.tx((q) => credit(q, { account: 'bench', operationId: 'bench-grant', amount: 1_000_000_000n * MICRO }));
+  await gw.deps.store.tx((q) => credit(q, { account: 'bench', operationId: 'bench-grant', amount: GRANT }));
   exitOnSignal(async () => {
     await gw.close();
     await floorJournal?.close();
     if (store) {
+      // Every lease handed back: the books as the next replica would find them.
+      if (metered) process.stdout.write(`${JSON.stringify({ books: await readBooks(store, 'bench', GRANT) })}\n`);
       if (pgUrl) await store.query(`DROP SCHEMA "${schema}" CASCADE`);
       await store.close();
     }

@@ -35,22 +35,43 @@ export async function runWrk(o: LoadOptions): Promise<LoadResult> {
         (err, stdout) => (err ? reject(err) : resolve(stdout)),
       ),
     );
-  if (o.warmupMs > 0) await run(Math.max(1, Math.round(o.warmupMs / 1000)));
-  const out = await run(Math.max(1, Math.round(o.durationMs / 1000)));
-  const num = (re: RegExp) => {
-    const m = re.exec(out);
-    return m ? Number(m[1]) : NaN;
+  const counts = (out: string) => {
+    const num = (re: RegExp) => Number(re.exec(out)?.[1] ?? NaN);
+    const socketErrors = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
+    return {
+      out,
+      num,
+      requests: num(/(\d+) requests in/),
+      non2xx: num(/Non-2xx or 3xx responses: (\d+)/) || 0,
+      sockErr: socketErrors ? socketErrors.slice(1).reduce((a, b) => a + Number(b), 0) : 0,
+    };
   };
+  const warm = o.warmupMs > 0 ? counts(await run(Math.max(1, Math.round(o.warmupMs / 1000)))) : undefined;
+  const main = counts(await run(Math.max(1, Math.round(o.durationMs / 1000))));
+  const { out, num } = main;
   const msOf = (label: string) => {
     const m = new RegExp(`\\s${label}%\\s+([\\d.]+)(us|ms|s)`).exec(out);
     if (!m) return NaN;
     const v = Number(m[1]);
     return m[2] === 'us' ? v / 1000 : m[2] === 's' ? v * 1000 : v;
   };
-  const requests = num(/(\d+) requests in/);
   const seconds = Math.max(1, Math.round(o.durationMs / 1000));
-  const errors = num(/Non-2xx or 3xx responses: (\d+)/) || 0;
-  const socketErrors = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
-  const sockErr = socketErrors ? socketErrors.slice(1).reduce((a, b) => a + Number(b), 0) : 0;
-  return { requests, errors: errors + sockErr, seconds, rps: num(/Requests\/sec:\s+([\d.]+)/), p50: msOf('50'), p99: msOf('99'), ttfb50: NaN, ttfb99: NaN };
+  // wrk stops with a request in flight on each connection, and one that timed out may still be
+  // answered: the target may have charged those too.
+  const runs = warm ? [warm, main] : [main];
+  const charged = {
+    least: runs.reduce((n, r) => n + r.requests - r.non2xx, 0),
+    most: runs.reduce((n, r) => n + r.requests + r.sockErr + o.connections, 0),
+  };
+  return {
+    requests: main.requests,
+    errors: main.non2xx + main.sockErr,
+    seconds,
+    rps: num(/Requests\/sec:\s+([\d.]+)/),
+    p50: msOf('50'),
+    p99: msOf('99'),
+    ttfb50: NaN,
+    ttfb99: NaN,
+    charged,
+  };
 }
