@@ -6,7 +6,8 @@
  * figures of `npm run bench` cannot tell it from the machine's spread.
  *
  * Each target (floor, no-billing, postgres, postgres-journal, pglite, as in `npm run bench`; the
- * postgres ones need DATABASE_URL) is the bench's compiled server on the image's Node, started
+ * postgres ones need DATABASE_URL; floor-dispatch and floor-net, the floor taken apart, only when
+ * named) is the bench's compiled server on the image's Node, started
  * under `valgrind --tool=callgrind --instr-atstart=no`: it runs uninstrumented through start-up
  * and BENCH_IR_WARMUP requests (default 30,000), then instrumented, first BENCH_IR_IDLE_SECONDS
  * (default 60) with no request, then BENCH_IR_WINDOWS windows (default 5) of BENCH_IR_REQUESTS
@@ -54,10 +55,14 @@ const modes = (process.env.BENCH_IR_MODES ?? 'json,stream').split(',').filter((m
 interface Target {
   name: string;
   env: Record<string, string>;
+  optIn?: true;
 }
 
 const TARGETS: Target[] = [
   { name: 'floor', env: {} },
+  // Only when named: the floor taken apart (bench/chat/floor-parts.ts).
+  { name: 'floor-dispatch', env: { BENCH_FLOOR_PART: 'dispatch' }, optIn: true },
+  { name: 'floor-net', env: { BENCH_FLOOR_PART: 'net' }, optIn: true },
   { name: 'no-billing', env: { BENCH_BILLING: 'none' } },
   { name: 'postgres', env: { BENCH_DATABASE_URL: process.env.DATABASE_URL ?? '' } },
   { name: 'postgres-journal', env: { BENCH_DATABASE_URL: process.env.DATABASE_URL ?? '', BENCH_JOURNAL: '1' } },
@@ -148,7 +153,7 @@ async function measure(t: Target, mode: 'json' | 'stream', simUrl: string): Prom
     ...(process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean),
     compiledServers(),
   ];
-  const child: ChildProcess = spawn('valgrind', [...args, t.name === 'floor' ? 'floor' : 'gateway', simUrl], {
+  const child: ChildProcess = spawn('valgrind', [...args, t.name.startsWith('floor') ? 'floor' : 'gateway', simUrl], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...t.env },
   });
@@ -249,7 +254,7 @@ const kilo = (n: number) => `${(n / 1000).toFixed(0)}k`;
 
 async function main(): Promise<void> {
   const named = process.argv.slice(2).filter((a) => !a.startsWith('--'));
-  const targets = TARGETS.filter((t) => (named.length ? named.includes(t.name) : true)).filter((t) => {
+  const targets = TARGETS.filter((t) => (named.length ? named.includes(t.name) : !t.optIn)).filter((t) => {
     if (!t.name.startsWith('postgres') || process.env.DATABASE_URL) return true;
     process.stderr.write(`${t.name}: skipped (set DATABASE_URL)\n`);
     return false;

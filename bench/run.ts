@@ -17,8 +17,9 @@
  * that many times, the targets taking turns), BENCH_DURATION_MS (per round, default 3000),
  * BENCH_WARMUP_MS (before the first round, default 1000), BENCH_CONNECTIONS (default "1,50"),
  * BENCH_TARGETS (default "floor,floor-pg,nginx,postgres,postgres-commit,postgres-journal,pglite,no-billing"; also
- * "pglite-inline": PGlite on the request thread instead of its worker thread, and "no-billing-pg":
- * billing off, each answer's end after the durable floor's insert).
+ * "pglite-inline": PGlite on the request thread instead of its worker thread, "no-billing-pg":
+ * billing off, each answer's end after the durable floor's insert, and "floor-dispatch" and
+ * "floor-net", the floor taken apart: bench/chat/floor-parts.ts).
  *
  * After every round of a metered gateway its books are checked (GET /bench/books on its admin
  * port), and after its shutdown once more: balance = grant - usage, the ledger consistent, as many
@@ -206,6 +207,25 @@ async function main(): Promise<void> {
   const idleRss = new Map<string, number>();
   try {
     if (wantedTargets.includes('floor')) await child('floor', 'bare Node proxy (floor): node:http -> undici Pool', ['floor', sim.url], {}, false, true);
+    // Not in the default list: the floor taken apart (bench/chat/floor-parts.ts).
+    if (wantedTargets.includes('floor-dispatch'))
+      await child(
+        'floor-dispatch',
+        "node:http -> undici dispatch(), the floor's parts as the gateway uses them",
+        ['floor', sim.url],
+        { BENCH_FLOOR_PART: 'dispatch' },
+        false,
+        true,
+      );
+    if (wantedTargets.includes('floor-net'))
+      await child(
+        'floor-net',
+        'node:net with HTTP/1.1 framed by hand -> undici dispatch(): the floor without node:http',
+        ['floor', sim.url],
+        { BENCH_FLOOR_PART: 'net' },
+        false,
+        true,
+      );
     const pgUrl = process.env.DATABASE_URL;
     if (pgUrl && wantedTargets.includes('floor-pg'))
       await child(

@@ -24,6 +24,7 @@ import { startSimulator } from '../../simulator/index.js';
 import { readBooks } from './books.js';
 import { BENCH_KEY_HASH } from './config.js';
 import { startFloor } from './floor.js';
+import { startFloorPart, type FloorPart } from './floor-parts.js';
 import { FloorJournal } from './floor-journal.js';
 
 const API = 'tollgate.dev/v1alpha1';
@@ -67,7 +68,9 @@ async function main(): Promise<void> {
     // BENCH_FLOOR_CONNECTIONS: bench:memory holds thousands of streams open through it.
     // BENCH_FLOOR_DATABASE_URL: the durable floor (an insert committed before each answer's end).
     const journal = process.env.BENCH_FLOOR_DATABASE_URL ? await FloorJournal.open(process.env.BENCH_FLOOR_DATABASE_URL) : undefined;
-    const floor = await startFloor(simUrl!, Number(process.env.BENCH_FLOOR_CONNECTIONS ?? 256), journal);
+    // BENCH_FLOOR_PART: the floor taken apart (floor-parts.ts).
+    const part = process.env.BENCH_FLOOR_PART as FloorPart | undefined;
+    const floor = part ? await startFloorPart(part, simUrl!) : await startFloor(simUrl!, Number(process.env.BENCH_FLOOR_CONNECTIONS ?? 256), journal);
     exitOnSignal(async () => {
       await floor.close();
       await journal?.close();
