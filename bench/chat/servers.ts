@@ -154,10 +154,13 @@ async function main(): Promise<void> {
     await gw.close();
     await floorJournal?.close();
     if (store) {
-      // Every lease handed back: the books as the next replica would find them.
-      if (metered) process.stdout.write(`${JSON.stringify({ books: await readBooks(store, 'bench', GRANT) })}\n`);
-      if (pgUrl) await store.query(`DROP SCHEMA "${schema}" CASCADE`);
-      await store.close();
+      try {
+        // Every lease handed back: the books as the next replica would find them (none printed: the run fails).
+        if (metered) process.stdout.write(`${JSON.stringify({ books: await readBooks(store, 'bench', GRANT) })}\n`);
+      } finally {
+        if (pgUrl) await store.query(`DROP SCHEMA "${schema}" CASCADE`);
+        await store.close();
+      }
     }
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });
     if (journalDir) rmSync(journalDir, { recursive: true, force: true });
