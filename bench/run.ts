@@ -324,7 +324,7 @@ async function main(): Promise<void> {
             row.samples.push(sample);
             row.rssMiB = Math.max(row.rssMiB, rssMiB(t.pid));
             process.stderr.write(
-              `${t.name} ${mode} x${connections} round ${round + 1}: ${load.rps.toFixed(0)} rps, p50 ${load.p50.toFixed(3)} ms, cpu ${sample.cpuUs.toFixed(1)} µs/req, errors ${load.errors}\n`,
+              `${t.name} ${mode} x${connections} round ${round + 1}: ${load.rps.toFixed(0)} rps, p50 ${load.p50.toFixed(3)} ms, cpu ${sample.cpuUs.toFixed(1)} µs/req, writes ${sample.writes.toFixed(2)}/req, errors ${load.errors}\n`,
             );
           }
       }
