@@ -67,6 +67,9 @@ const TARGETS: Target[] = [
   { name: 'postgres', env: { BENCH_DATABASE_URL: process.env.DATABASE_URL ?? '' } },
   { name: 'postgres-journal', env: { BENCH_DATABASE_URL: process.env.DATABASE_URL ?? '', BENCH_JOURNAL: '1' } },
   { name: 'pglite', env: { BENCH_DATA: 'disk' } },
+  // Only when named: the gateway on the lean front (TOLLGATE_HTTP_FRONT=lean, proxy/front/lean.ts).
+  { name: 'no-billing-lean', env: { BENCH_BILLING: 'none', TOLLGATE_HTTP_FRONT: 'lean' }, optIn: true },
+  { name: 'postgres-lean', env: { BENCH_DATABASE_URL: process.env.DATABASE_URL ?? '', TOLLGATE_HTTP_FRONT: 'lean' }, optIn: true },
 ];
 
 const GC = 'garbage collection';

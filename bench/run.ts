@@ -17,6 +17,8 @@
  * that many times, the targets taking turns), BENCH_DURATION_MS (per round, default 3000),
  * BENCH_WARMUP_MS (before the first round, default 1000), BENCH_CONNECTIONS (default "1,50"),
  * BENCH_TARGETS (default "floor,floor-pg,nginx,postgres,postgres-commit,postgres-journal,pglite,no-billing"; also
+ * "postgres-lean", "pglite-lean" and "no-billing-lean": those targets on the lean front
+ * (TOLLGATE_HTTP_FRONT=lean, proxy/front/lean.ts),
  * "pglite-inline": PGlite on the request thread instead of its worker thread, "no-billing-pg":
  * billing off, each answer's end after the durable floor's insert, and "floor-dispatch" and
  * "floor-net", the floor taken apart: bench/chat/floor-parts.ts).
@@ -255,6 +257,11 @@ async function main(): Promise<void> {
         'as postgres, charges durable in a billing journal directory (BENCH_JOURNAL=1), PostgreSQL written behind it',
         { BENCH_JOURNAL: '1' },
       ],
+      [
+        'postgres-lean',
+        "as postgres, on the lean front (TOLLGATE_HTTP_FRONT=lean: the chat endpoints' requests read without node:http's server)",
+        { TOLLGATE_HTTP_FRONT: 'lean' },
+      ],
     ];
     for (const [name, title, env] of pgTargets)
       if (pgUrl && wantedTargets.includes(name)) await child(name, title, ['gateway', sim.url], { BENCH_DATABASE_URL: pgUrl, ...env }, true);
@@ -275,8 +282,24 @@ async function main(): Promise<void> {
         { BENCH_DATA: 'disk', BENCH_PGLITE_THREAD: '0' },
         true,
       );
+    if (wantedTargets.includes('pglite-lean'))
+      await child(
+        'pglite-lean',
+        'as pglite, on the lean front (TOLLGATE_HTTP_FRONT=lean)',
+        ['gateway', sim.url],
+        { BENCH_DATA: 'disk', TOLLGATE_HTTP_FRONT: 'lean' },
+        true,
+      );
     if (wantedTargets.includes('no-billing'))
       await child('no-billing', 'Tollgate, chat path alone (billing off; compiled)', ['gateway', sim.url], { BENCH_BILLING: 'none' }, true);
+    if (wantedTargets.includes('no-billing-lean'))
+      await child(
+        'no-billing-lean',
+        'as no-billing, on the lean front (TOLLGATE_HTTP_FRONT=lean)',
+        ['gateway', sim.url],
+        { BENCH_BILLING: 'none', TOLLGATE_HTTP_FRONT: 'lean' },
+        true,
+      );
     // Not in the default list: set beside postgres, it tells billing's own work from its store's wait.
     if (pgUrl && wantedTargets.includes('no-billing-pg'))
       await child(
@@ -483,9 +506,9 @@ function render(
       nbpg(mode) && r1(mode) && d1(mode)
         ? `, ${signed(paired(r1(mode)!, nbpg(mode)!, f))} ms beyond no-billing-pg's ${signed(paired(nbpg(mode)!, d1(mode)!, f))} ms`
         : '';
-    const pgCharged = name === 'postgres' || name === 'postgres-commit';
+    const pgCharged = name === 'postgres' || name === 'postgres-commit' || name === 'postgres-lean';
     const pgWaited = pgCharged || name === 'no-billing-pg';
-    const stored = name !== 'no-billing';
+    const stored = name !== 'no-billing' && name !== 'no-billing-lean';
     const parts: string[] = [];
     const ms = (v: number) => `${signed(v)} ms`;
     const cpu = ['json', 'stream'].map((m) => (r50(m) && f50(m) ? `${m} ${goalFigure(r50(m)!, f50(m)!, cpuTimes, (v) => v <= 2, times)}` : '')).filter(Boolean);
@@ -506,7 +529,12 @@ function render(
     if (books) parts.push(books);
     return parts.length ? [`- **${name}**: ${parts.join('; ')}`] : [];
   };
-  lines.push(...['postgres', 'postgres-commit', 'postgres-journal', 'pglite', 'no-billing', 'no-billing-pg'].flatMap(goal), '');
+  lines.push(
+    ...['postgres', 'postgres-commit', 'postgres-journal', 'postgres-lean', 'pglite', 'pglite-lean', 'no-billing', 'no-billing-lean', 'no-billing-pg'].flatMap(
+      goal,
+    ),
+    '',
+  );
   if (existsSync(NOTES)) lines.push(readFileSync(NOTES, 'utf8').trim(), '');
   return lines.join('\n');
 }

@@ -92,6 +92,11 @@ const EnvSchema = z.object({
     .optional()
     .transform((v) => present(v) ?? 'info')
     .pipe(z.enum(['info', 'warn', 'error', 'silent'], { message: 'TOLLGATE_LOG_LEVEL must be info, warn, error or silent' })),
+  TOLLGATE_HTTP_FRONT: z
+    .string()
+    .optional()
+    .transform((v) => present(v) ?? 'node')
+    .pipe(z.enum(['node', 'lean'], { message: 'TOLLGATE_HTTP_FRONT must be node or lean' })),
   TOLLGATE_ADMIN_TOKEN: text,
   TOLLGATE_DISCOVERY_TOKEN: text,
   DATABASE_URL: text,
@@ -142,6 +147,8 @@ const defined = <T extends object>(o: T): Partial<T> => Object.fromEntries(Objec
 function fromEnv(e: z.infer<typeof EnvSchema>, env: Env) {
   return {
     logLevel: e.TOLLGATE_LOG_LEVEL,
+    /** Who reads the API port's connections: node:http alone, or the lean front first for the chat endpoints (proxy/front/lean.ts). */
+    httpFront: e.TOLLGATE_HTTP_FRONT,
     adminToken: e.TOLLGATE_ADMIN_TOKEN,
     discoveryToken: e.TOLLGATE_DISCOVERY_TOKEN,
     databaseUrl: e.DATABASE_URL,

@@ -17,6 +17,7 @@ export function chatFeature(deps: GatewayDeps): Feature {
         shape: 'openai',
         auth: 'key-after-body',
         ccOnlyAware: true,
+        lean: true,
         handler: (ctx) => handleChat(ctx, deps, PROTOCOLS['chat-completions']),
       },
       {
@@ -25,6 +26,7 @@ export function chatFeature(deps: GatewayDeps): Feature {
         shape: 'openai',
         auth: 'key-after-body',
         ccOnlyAware: true,
+        lean: true,
         handler: (ctx) => handleChat(ctx, deps, PROTOCOLS.responses),
       },
       {
@@ -33,6 +35,7 @@ export function chatFeature(deps: GatewayDeps): Feature {
         shape: 'anthropic',
         auth: 'key-after-body',
         ccOnlyAware: true,
+        lean: true,
         handler: (ctx) => handleChat(ctx, deps, PROTOCOLS.messages),
       },
       {
@@ -41,6 +44,7 @@ export function chatFeature(deps: GatewayDeps): Feature {
         shape: 'anthropic',
         auth: 'key-after-body',
         ccOnlyAware: true,
+        lean: true,
         handler: (ctx) => handleCountTokens(ctx, deps),
       },
       { method: 'GET', path: '/v1/models', shape: modelsShape, auth: 'key', ccOnlyAware: true, handler: listModels },

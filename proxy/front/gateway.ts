@@ -11,6 +11,7 @@ import { DEFAULT_BODY_LIMIT, DEFAULT_BODY_TIMEOUT_MS } from '../http/body.js';
 import type { Feature, GatewayDeps, GatewayOptions } from '../http/deps.js';
 import { createHandler } from './pipeline.js';
 import { GatewayResponse } from './response.js';
+import { installLeanFront } from './lean.js';
 import { Telemetry } from '../metrics/telemetry.js';
 import { backendStates, observedBilling, startLedgerCheck } from './observe.js';
 import { sendError } from './render.js';
@@ -187,6 +188,10 @@ export async function startGateway(opts: StartOptions): Promise<Gateway> {
   );
   // Longer than common load balancers' idle timeouts, so they close first.
   api.keepAliveTimeout = 65_000;
+  const lean =
+    settings.httpFront === 'lean'
+      ? installLeanFront(api, { paths: new Set(apiRoutes.filter((r) => r.lean && r.method === 'POST').map((r) => r.path)) })
+      : undefined;
   const inflight = trackInflight(api);
   const started: typeof features = [];
   let closing = false;
@@ -198,8 +203,10 @@ export async function startGateway(opts: StartOptions): Promise<Gateway> {
       closing = true;
       api.close();
       api.closeIdleConnections();
+      lean?.closeIdle();
       await inflight.drain(opts.shutdownGraceMs ?? 30_000);
       api.closeAllConnections();
+      lean?.closeAll();
       await ledgerCheck.stop();
       for (const f of started) await f.stop?.().catch((err: Error) => log.error('feature stop failed', { error: err.message }));
       await billing.close().catch((err: Error) => log.error('billing close failed', { error: err.message }));

@@ -58,5 +58,10 @@ export interface Route {
    * restricted keys unless it opts in.
    */
   ccOnlyAware?: true;
+  /**
+   * POST routes whose handlers use only the response members the lean front implements
+   * (proxy/front/lean-response.ts): with TOLLGATE_HTTP_FRONT=lean their requests are served by it.
+   */
+  lean?: true;
   handler(ctx: RequestContext): void | Promise<void>;
 }

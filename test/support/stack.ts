@@ -5,6 +5,7 @@ import { StaticConfigSource } from '../../proxy/config/folder-source.js';
 import { defaultBilling, defaultFeatures } from '../../proxy/front/features.js';
 import { startGateway, type Gateway, type StartOptions } from '../../proxy/front/gateway.js';
 import { createLogger } from '../../kernel/log.js';
+import { readSettings } from '../../kernel/settings.js';
 import { startSimulator, type Simulator } from '../../simulator/index.js';
 
 export interface Stack {
@@ -40,6 +41,9 @@ export function compileOrThrow(resources: object[]) {
  */
 export async function startStack(resources: (simUrl: string) => object[], opts: StackOptions = {}): Promise<Stack> {
   const { credits = 1000n * MICRO, ...start } = opts;
+  // The same suites on the lean front (proxy/front/lean.ts): TOLLGATE_TEST_HTTP_FRONT=lean. In
+  // place: suites change their settings object after the start (secretFromEnv).
+  if (process.env.TOLLGATE_TEST_HTTP_FRONT === 'lean') start.settings = Object.assign(start.settings ?? readSettings({}), { httpFront: 'lean' as const });
   const sim = await startSimulator();
   const manifests = resources(sim.url);
   const source = new StaticConfigSource(compileOrThrow(manifests));
