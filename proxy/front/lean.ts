@@ -56,13 +56,19 @@ export function installLeanFront(server: Server, opts: LeanFrontOptions): LeanFr
 
     constructor(readonly socket: Socket) {
       live.add(this);
-      socket.on('data', this.onData);
-      socket.on('close', this.onClose);
-      socket.on('end', this.onEnd);
-      socket.on('error', this.onError);
-      socket.on('drain', this.onDrain);
-      socket.on('timeout', this.onTimeout);
+      for (const [event, listener] of this.listeners()) socket.on(event, listener);
       this.idle();
+    }
+
+    private listeners(): [string, Parameters<Socket['removeListener']>[1]][] {
+      return [
+        ['data', this.onData],
+        ['close', this.onClose],
+        ['end', this.onEnd],
+        ['error', this.onError],
+        ['drain', this.onDrain],
+        ['timeout', this.onTimeout],
+      ];
     }
 
     get busy(): boolean {
@@ -188,12 +194,7 @@ export function installLeanFront(server: Server, opts: LeanFrontOptions): LeanFr
       const socket = this.socket;
       live.delete(this);
       socket.setTimeout(0);
-      socket.removeListener('data', this.onData);
-      socket.removeListener('close', this.onClose);
-      socket.removeListener('end', this.onEnd);
-      socket.removeListener('error', this.onError);
-      socket.removeListener('drain', this.onDrain);
-      socket.removeListener('timeout', this.onTimeout);
+      for (const [event, listener] of this.listeners()) socket.removeListener(event, listener);
       socket.pause();
       if (this.buf) socket.unshift(this.buf);
       this.buf = undefined;
