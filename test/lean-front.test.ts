@@ -2,6 +2,9 @@ import { createServer, IncomingMessage, type Server, type ServerResponse } from 
 import { connect, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { installLeanFront, type LeanFront } from '../proxy/front/lean.js';
+import { readSettings } from '../kernel/settings.js';
+import { startStack, type Stack } from './support/stack.js';
+import { apiKey, chatRoute, group } from './support/resources.js';
 
 /**
  * The lean front (proxy/front/lean.ts) against node:http: the same bytes sent to a node:http
@@ -251,5 +254,54 @@ describe('the lean front', () => {
     } finally {
       pair.lean.keepAliveTimeout = pair.node.keepAliveTimeout = 65_000;
     }
+  });
+});
+
+describe('the gateway on the lean front', () => {
+  const KEY = 'sk-service-leanfront';
+  const stacks: Record<'node' | 'lean', Stack> = {} as Record<'node' | 'lean', Stack>;
+  beforeAll(async () => {
+    for (const front of ['node', 'lean'] as const) {
+      stacks[front] = await startStack(
+        (sim) => [chatRoute('sim-gpt', `${sim}/v1`, { backend: { model: 'gpt-sim' } }), group('g', ['sim-gpt']), apiKey('k', KEY, 'g')],
+        { bodyTimeoutMs: 200, bodyLimitBytes: 4096, settings: Object.assign(readSettings({}), { httpFront: front }) },
+      );
+    }
+  });
+  afterAll(async () => {
+    for (const s of Object.values(stacks)) await s.close();
+  });
+
+  const port = (front: 'node' | 'lean') => Number(new URL(stacks[front].gw.url).port);
+  // What differs between two runs of the same request: the ids and times the simulator makes.
+  const plain = (bytes: string) =>
+    normal(bytes)
+      .replace(/(chatcmpl|resp|msg)[-_][\w-]+/g, 'ID')
+      .replace(/"created(_at)?":\d+/g, '"created":0')
+      .replace(/\r\nx-request-id: [^\r]*/g, '');
+  async function same(parts: Part[]): Promise<string> {
+    const [n, l] = await Promise.all([exchange(port('node'), parts, 400), exchange(port('lean'), parts, 400)]);
+    expect(plain(l.bytes)).toBe(plain(n.bytes));
+    expect(l.closed).toBe(n.closed);
+    return l.bytes;
+  }
+  const chat = (body: object | string, key = KEY) => {
+    const text = typeof body === 'string' ? body : JSON.stringify(body);
+    return post('/v1/chat/completions', text, `Authorization: Bearer ${key}\r\nX-Request-Id: same-id\r\n`);
+  };
+  const ask = { model: 'sim-gpt', messages: [{ role: 'user', content: 'hello there' }] };
+
+  it('answers chat, JSON and SSE, as on node:http', async () => {
+    expect(await same([chat(ask)])).toMatch(/^HTTP\/1\.1 200 OK\r\n[\s\S]*"choices"/);
+    expect(await same([chat({ ...ask, stream: true })])).toContain('data: [DONE]');
+  });
+
+  it("gives the contract's errors in order and shape as on node:http: 400, 401, 413, 408 (and closes after it)", async () => {
+    expect(await same([chat('{"model":')])).toMatch(/^HTTP\/1\.1 400 /);
+    expect(await same([chat(ask, 'sk-service-wrong')])).toMatch(/^HTTP\/1\.1 401 /);
+    expect(await same([chat({ ...ask, pad: 'x'.repeat(5000) })])).toMatch(/^HTTP\/1\.1 413 /);
+    const whole = chat(ask);
+    const slow = await same([whole.slice(0, whole.length - 10), { wait: 400 }]);
+    expect(slow).toMatch(/^HTTP\/1\.1 408 [\s\S]*\r\nconnection: close\r\n/);
   });
 });

@@ -6,7 +6,20 @@ const tokenChar = fc.constantFrom(..."!#$%&'*+-.^_`|~0123456789abcdefghijklmnopq
 const name = fc
   .string({ unit: tokenChar, minLength: 1, maxLength: 20 })
   .filter(
-    (n) => !['host', 'content-length', 'connection', 'transfer-encoding', 'expect', 'upgrade', 'http2-settings', 'te', 'trailer'].includes(n.toLowerCase()),
+    (n) =>
+      ![
+        '__proto__',
+        'constructor',
+        'host',
+        'content-length',
+        'connection',
+        'transfer-encoding',
+        'expect',
+        'upgrade',
+        'http2-settings',
+        'te',
+        'trailer',
+      ].includes(n.toLowerCase()),
   );
 // Field values: visible ASCII, obs-text and inner spaces and tabs; the ends are trimmed as OWS.
 const valueChar = fc.oneof(fc.integer({ min: 0x21, max: 0x7e }), fc.integer({ min: 0x80, max: 0xff })).map((c) => String.fromCharCode(c));
@@ -58,6 +71,17 @@ describe('parseHead', () => {
         expect(parseHead(s, blank)).toBeUndefined();
       }),
     );
+  });
+
+  it("leaves names that Object.prototype has to node:http (no header can reach a request's prototype)", () => {
+    for (const n of ['__proto__', 'Constructor']) {
+      const { s, blank } = head(['Host: gw', `${n}: {}`, 'Content-Length: 0']);
+      expect(parseHead(s, blank)).toBeUndefined();
+    }
+    // Names are lowercased first: these are headers like any other.
+    const { s, blank } = head(['Host: gw', 'toString: a', 'hasOwnProperty: b', 'Content-Length: 0']);
+    const parsed = parseHead(s, blank)!;
+    expect([parsed.headers.tostring, parsed.headers.hasownproperty, Object.getPrototypeOf(parsed.headers)]).toEqual(['a', 'b', Object.prototype]);
   });
 
   it('takes the query with the path, and refuses what is not origin-form or not POST over HTTP/1.1', () => {

@@ -8,7 +8,7 @@
 
 export interface LeanHead {
   url: string;
-  /** Names lowercased, each present once (a repeated name is not in the subset). */
+  /** Names lowercased, each present once (a repeated name, or one Object.prototype has, is not in the subset). */
   headers: Record<string, string>;
   contentLength: number;
   /** Bytes of the head, its blank line included. */
@@ -47,7 +47,9 @@ export function parseHead(s: string, blank: number, limits: HeadLimits = DEFAULT
   let eol = s.indexOf('\r\n');
   const line = REQUEST_LINE.exec(s.slice(0, eol));
   if (!line) return undefined;
-  const headers: Record<string, string> = Object.create(null) as Record<string, string>;
+  // A plain object, as node:http's: a name Object.prototype has ("constructor", "__proto__") reads
+  // as present below, and such a head is node:http's.
+  const headers: Record<string, string> = {};
   let count = 0;
   let contentLength = -1;
   let host = false;
