@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
-import { EventEmitter } from 'node:events';
+import { Readable } from 'node:stream';
 import { DEFAULT_HEAD_LIMITS, parseHead, type HeadLimits, type LeanHead } from './lean-head.js';
 import { LeanResponse } from './lean-response.js';
 
@@ -232,29 +232,13 @@ function pathOf(url: string): string {
   return q === -1 ? url : url.slice(0, q);
 }
 
-/** Buffered body bytes past which the connection stops reading until the route takes them. */
-const BODY_HIGH_WATER = 64 * 1024;
-
-/**
- * The request: its body as the members of a Readable the lean routes use (proxy/http/body.ts:
- * the whole body taken with read() when it came with the head, else 'data' and 'end'), without a
- * stream's machinery, which was a sizable part of what the front saves (bench/RESULTS.md). Chunks
- * wait until the route reads them or listens; after resume() they are dropped as they come.
- */
-class LeanRequest extends EventEmitter {
+/** The request: a Readable of its body with the members of IncomingMessage the lean routes read. */
+class LeanRequest extends Readable {
   readonly method = 'POST';
   readonly httpVersion = '1.1';
   readonly url: string;
   readonly headers: Record<string, string>;
   complete = false;
-  destroyed = false;
-  readableFlowing: boolean | null = null;
-  readableDidRead = false;
-  readableLength = 0;
-  private chunks: Buffer[] = [];
-  private ended = false;
-  private endEmitted = false;
-  private scheduled = false;
 
   constructor(
     head: LeanHead,
@@ -265,86 +249,7 @@ class LeanRequest extends EventEmitter {
     this.headers = head.headers;
   }
 
-  /** A body chunk, or null at its end; false when the connection should stop reading for now. */
-  push(chunk: Buffer | null): boolean {
-    if (this.destroyed) return false;
-    if (chunk === null) {
-      this.ended = true;
-      this.schedule();
-      return false;
-    }
-    if (this.readableFlowing && this.readableLength === 0) {
-      this.emit('data', chunk);
-      return true;
-    }
-    this.chunks.push(chunk);
-    this.readableLength += chunk.length;
-    if (this.readableFlowing) this.schedule();
-    return this.readableLength < BODY_HIGH_WATER;
-  }
-
-  /** All that is buffered, at once (proxy/http/body.ts takes a body that came whole this way). */
-  read(): Buffer | null {
-    this.readableDidRead = true;
-    const { chunks } = this;
-    if (chunks.length === 0) return null;
-    const all = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, this.readableLength);
-    this.chunks = [];
-    this.readableLength = 0;
+  override _read(): void {
     this.socket.resume();
-    if (this.ended) this.schedule();
-    return all;
-  }
-
-  resume(): this {
-    if (this.readableFlowing !== true) {
-      this.readableFlowing = true;
-      this.schedule();
-      this.socket.resume();
-    }
-    return this;
-  }
-
-  override on(event: string | symbol, listener: Parameters<EventEmitter['on']>[1]): this {
-    super.on(event, listener);
-    if (event === 'data' && this.readableFlowing === null) this.resume();
-    return this;
-  }
-
-  override addListener(event: string | symbol, listener: Parameters<EventEmitter['on']>[1]): this {
-    return this.on(event, listener);
-  }
-
-  destroy(): this {
-    if (this.destroyed) return this;
-    this.destroyed = true;
-    this.chunks = [];
-    this.readableLength = 0;
-    process.nextTick(() => this.emit('close'));
-    return this;
-  }
-
-  // As a Readable: what is buffered goes out on a later tick, then the end, then 'close'.
-  private schedule(): void {
-    if (this.scheduled) return;
-    this.scheduled = true;
-    process.nextTick(() => this.flow());
-  }
-
-  private flow(): void {
-    this.scheduled = false;
-    if (this.destroyed) return;
-    if (this.readableFlowing) {
-      const { chunks } = this;
-      this.chunks = [];
-      this.readableLength = 0;
-      for (const c of chunks) this.emit('data', c);
-    }
-    if (this.ended && this.readableLength === 0 && !this.endEmitted && (this.readableFlowing || this.readableDidRead)) {
-      this.endEmitted = true;
-      this.emit('end');
-      this.destroyed = true;
-      this.emit('close');
-    }
   }
 }
