@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { STATUS_CODES, type OutgoingHttpHeader, type OutgoingHttpHeaders } from 'node:http';
 import type { Socket } from 'node:net';
+import { fieldValue, tokenKind } from './lean-head.js';
 
 /**
  * The response of a request the lean front serves (lean.ts): the members of node:http's
@@ -38,8 +39,8 @@ export class LeanResponse extends EventEmitter {
 
   setHeader(name: string, value: OutgoingHttpHeader): this {
     if (this.headersSent) throw Object.assign(new Error('Cannot set headers after they are sent to the client'), { code: 'ERR_HTTP_HEADERS_SENT' });
-    checkField(name, value);
-    (this.fields ??= new Map()).set(name.toLowerCase(), [name, value]);
+    const lower = checkField(name, value) === 2 ? name.toLowerCase() : name;
+    (this.fields ??= new Map()).set(lower, [name, value]);
     return this;
   }
 
@@ -105,11 +106,16 @@ export class LeanResponse extends EventEmitter {
     this.writableEnded = true;
     s.cork();
     this.sendHead();
-    if (chunk !== undefined && chunk.length > 0 && !this.noBody) this.send(chunk, typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.length);
     // A socket that closed first fails the write: that response is not finished ('close' alone).
-    s.write(this.chunked ? '0\r\n\r\n' : '', 'latin1', (err) => {
+    const done = (err: Error | null | undefined) => {
       if (!err) this.finished();
-    });
+    };
+    const body = chunk !== undefined && chunk.length > 0 && !this.noBody;
+    if (this.chunked) {
+      if (body) this.send(chunk, typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.length);
+      s.write('0\r\n\r\n', 'latin1', done);
+    } else if (body) s.write(chunk, done);
+    else s.write('', 'latin1', done);
     s.uncork();
     return this;
   }
@@ -190,20 +196,22 @@ export class LeanResponse extends EventEmitter {
   }
 }
 
-const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-const VALUE = /[^\t\x20-\x7e\x80-\xff]/;
-
-/** node:http's checks of a field: a name that is not a token, or a value with CR, LF or another control character, throws. */
-function checkField(name: string, value: OutgoingHttpHeader): void {
-  if (!TOKEN.test(name)) throw Object.assign(new TypeError(`Header name must be a valid HTTP token ["${name}"]`), { code: 'ERR_INVALID_HTTP_TOKEN' });
+/**
+ * node:http's checks of a field: a name that is not a token, or a value with CR, LF or another
+ * control character, throws. The name's kind: 2 when it has an upper-case letter.
+ */
+function checkField(name: string, value: OutgoingHttpHeader): number {
+  const kind = tokenKind(name, 0, name.length);
+  if (kind === 0) throw Object.assign(new TypeError(`Header name must be a valid HTTP token ["${name}"]`), { code: 'ERR_INVALID_HTTP_TOKEN' });
   if (Array.isArray(value)) {
     for (const v of value) checkValue(name, v);
   } else checkValue(name, value);
+  return kind;
 }
 
 function checkValue(name: string, value: string | number): void {
   if (typeof value === 'number') return;
-  if (VALUE.test(value)) throw Object.assign(new TypeError(`Invalid character in header content ["${name}"]`), { code: 'ERR_INVALID_CHAR' });
+  if (!fieldValue(value, 0, value.length)) throw Object.assign(new TypeError(`Invalid character in header content ["${name}"]`), { code: 'ERR_INVALID_CHAR' });
 }
 
 let dateSecond = -1;
