@@ -26,6 +26,7 @@ export const MATRIX: Record<string, Obj> = {
   autoscaling: { discovery: { token: 't' }, proxy: { autoscaling: { enabled: true } } },
   'billing journal': { discovery: { token: 't' }, proxy: { billingJournal: { enabled: true } } },
   'billing commit on the path': { discovery: { token: 't' }, proxy: { billingJournal: { table: false } } },
+  'lean front': { discovery: { token: 't' }, proxy: { httpFront: 'lean' } },
   'discovery TLS': { discovery: { token: 't', tls: { enabled: true, secretName: 'discovery-tls' } } },
   'existing secrets': { discovery: { existingSecret: 'my-discovery' }, proxy: { existingSecret: 'my-proxy' } },
   'LoadBalancer API': { discovery: { token: 't' }, proxy: { service: { type: 'LoadBalancer' } } },
@@ -296,6 +297,14 @@ describe('charts/tollgate with the real helm', () => {
     const off = byKind((await helmTemplate(MATRIX.defaults!)).docs, 'Deployment', 'tollgate-proxy')!.spec.template.spec;
     expect((off.volumes ?? []).map((v: Obj) => v.name)).not.toContain('billing-journal');
     expect(off.containers[0].env.map((e: { name: string }) => e.name)).not.toContain('TOLLGATE_BILLING_JOURNAL_DIR');
+  });
+
+  it('proxy.httpFront: node:http by default, the lean front when asked, nothing else', async () => {
+    const envOf = async (values: Obj) =>
+      byKind((await helmTemplate(values)).docs, 'Deployment', 'tollgate-proxy')!.spec.template.spec.containers[0].env as { name: string; value?: string }[];
+    expect((await envOf(MATRIX.defaults!)).map((e) => e.name)).not.toContain('TOLLGATE_HTTP_FRONT');
+    expect(await envOf(MATRIX['lean front']!)).toContainEqual({ name: 'TOLLGATE_HTTP_FRONT', value: 'lean' });
+    await expect(helmTemplate({ discovery: { token: 't' }, proxy: { httpFront: 'uws' } })).rejects.toThrow(/\/proxy\/httpFront/);
   });
 
   it("the journal table is the gateway's own default; false commits on the path; both journals at once do not render", async () => {
