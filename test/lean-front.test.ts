@@ -18,6 +18,12 @@ type Part = string | { wait: number };
 /** Echoes what the route saw: the answers differ only where the fronts differ. */
 function handler(req: IncomingMessage, res: ServerResponse): void {
   const front = req instanceof IncomingMessage ? 'node' : 'lean';
+  if (req.url === '/early') {
+    // Answered before its body is read, and never reads it: the connection must drop the rest.
+    res.writeHead(200, { 'content-type': 'text/plain', 'content-length': 5, 'x-front': front });
+    res.end('early');
+    return;
+  }
   const chunks: Buffer[] = [];
   req.on('data', (c: Buffer) => chunks.push(c));
   req.on('end', () => {
@@ -77,7 +83,7 @@ beforeAll(async () => {
   };
   const node = make('node');
   const lean = make('lean');
-  const front = installLeanFront(lean, { paths: new Set(['/lean', '/stream', '/inject', '/hold', '/implicit']) });
+  const front = installLeanFront(lean, { paths: new Set(['/lean', '/stream', '/inject', '/hold', '/implicit', '/early']) });
   pair = { node, lean, front, closes };
   ports = { node: await listen(node), lean: await listen(lean) };
 });
@@ -177,6 +183,14 @@ describe('the lean front', () => {
     const r = await both([whole.slice(0, 7), { wait: 20 }, whole.slice(7, 40), { wait: 20 }, whole.slice(40, 5000), { wait: 20 }, whole.slice(5000)]);
     expect(r.served).toEqual(['lean']);
     expect(r.lean).toContain('x'.repeat(1000));
+  });
+
+  it('drops the rest of a body the route answered without reading, then serves the next request', async () => {
+    // Larger than a stream's buffer: unread, it stops the connection reading until it is dropped.
+    const early = post('/early', 'x'.repeat(200_000));
+    const r = await both([early.slice(0, 1000), { wait: 30 }, early.slice(1000) + post('/lean', '{"n":2}')]);
+    expect(r.served).toEqual(['lean', 'lean']);
+    expect(r.lean).toContain('"body":"{\\"n\\":2}"');
   });
 
   it('hands every other route and method to node:http, also after a request it served', async () => {

@@ -183,7 +183,12 @@ export function installLeanFront(server: Server, opts: LeanFrontOptions): LeanFr
         this.socket.end();
         return;
       }
-      if (this.bodyLeft > 0) return; // the rest of the body is read (and dropped) first
+      if (this.bodyLeft > 0) {
+        // The rest of a body the route did not read is read and dropped first, as node:http dumps it.
+        this.req?.resume();
+        this.socket.resume();
+        return;
+      }
       this.req = undefined;
       this.socket.resume();
       this.next();
