@@ -96,8 +96,8 @@ afterAll(async () => {
   pair.front.closeAll();
 });
 
-/** Sends the parts on one connection and returns every byte received until it closes or goes quiet. */
-function exchange(port: number, parts: Part[], quietMs = 150): Promise<{ bytes: string; closed: boolean }> {
+/** Sends the parts on one connection and returns every byte received until it closes or goes quiet (long enough for a busy CI machine). */
+function exchange(port: number, parts: Part[], quietMs = 400): Promise<{ bytes: string; closed: boolean }> {
   return new Promise((resolve, reject) => {
     const socket = connect(port, '127.0.0.1');
     let bytes = '';
@@ -294,7 +294,7 @@ describe('the gateway on the lean front', () => {
       .replace(/"created(_at)?":\d+/g, '"created":0')
       .replace(/\r\nx-request-id: [^\r]*/g, '');
   async function same(parts: Part[]): Promise<string> {
-    const [n, l] = await Promise.all([exchange(port('node'), parts, 400), exchange(port('lean'), parts, 400)]);
+    const [n, l] = await Promise.all([exchange(port('node'), parts, 800), exchange(port('lean'), parts, 800)]);
     expect(plain(l.bytes)).toBe(plain(n.bytes));
     expect(l.closed).toBe(n.closed);
     return l.bytes;
