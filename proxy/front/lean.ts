@@ -7,11 +7,12 @@ import { LeanResponse } from './lean-response.js';
 /**
  * The lean front (TOLLGATE_HTTP_FRONT=lean): the API server's connections are read here, and the
  * requests of the chat endpoints that fit a strict subset of HTTP/1.1 (lean-head.ts) are served
- * without node:http's server, whose JavaScript was about a sixth of the chat path's CPU with
- * billing off (bench/RESULTS.md, "a lean front"). Everything else goes to node:http on the same
- * socket, at a request boundary, with the bytes read so far given back (socket.unshift), and the
- * connection is node:http's from then on: what the subset leaves out (chunked bodies, Expect,
- * upgrades, HTTP/1.0, a malformed or oversized head, every other route) keeps node:http's answers.
+ * without node:http's server (as landed: about 4% fewer instructions per request with billing off,
+ * up to a tenth less CPU per request under load; bench/RESULTS.md, "the lean front lands, opt-in").
+ * Everything else goes to node:http on the same socket, at a request boundary, with the bytes read
+ * so far given back (socket.unshift), and the connection is node:http's from then on: what the
+ * subset leaves out (chunked bodies, Expect, upgrades, HTTP/1.0, a malformed or oversized head,
+ * every other route) keeps node:http's answers.
  *
  * The requests reach the server's own 'request' listeners, so the pipeline, the in-flight count
  * and shutdown see them as node:http's. One request at a time per connection: a pipelined
@@ -25,8 +26,6 @@ export interface LeanFrontOptions {
 }
 
 export interface LeanFront {
-  /** Connections being read by the front (not handed to node:http). */
-  readonly connections: number;
   /** Closes the connections with no request in progress; the others close after their answers. */
   closeIdle(): void;
   closeAll(): void;
@@ -218,9 +217,6 @@ export function installLeanFront(server: Server, opts: LeanFrontOptions): LeanFr
   });
 
   return {
-    get connections() {
-      return live.size;
-    },
     closeIdle() {
       closing = true;
       for (const c of live) c.close();
