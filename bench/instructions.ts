@@ -67,9 +67,10 @@ const TARGETS: Target[] = [
   { name: 'postgres', env: { BENCH_DATABASE_URL: process.env.DATABASE_URL ?? '' } },
   { name: 'postgres-journal', env: { BENCH_DATABASE_URL: process.env.DATABASE_URL ?? '', BENCH_JOURNAL: '1' } },
   { name: 'pglite', env: { BENCH_DATA: 'disk' } },
-  // Only when named: the gateway on the lean front (TOLLGATE_HTTP_FRONT=lean, proxy/front/lean.ts).
-  { name: 'no-billing-lean', env: { BENCH_BILLING: 'none', TOLLGATE_HTTP_FRONT: 'lean' }, optIn: true },
-  { name: 'postgres-lean', env: { BENCH_DATABASE_URL: process.env.DATABASE_URL ?? '', TOLLGATE_HTTP_FRONT: 'lean' }, optIn: true },
+  // Only when named: the gateway on node:http's front (TOLLGATE_HTTP_FRONT=node; the default is
+  // the lean front, proxy/front/lean.ts).
+  { name: 'no-billing-node', env: { BENCH_BILLING: 'none', TOLLGATE_HTTP_FRONT: 'node' }, optIn: true },
+  { name: 'postgres-node', env: { BENCH_DATABASE_URL: process.env.DATABASE_URL ?? '', TOLLGATE_HTTP_FRONT: 'node' }, optIn: true },
 ];
 
 const GC = 'garbage collection';

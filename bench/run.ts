@@ -17,8 +17,8 @@
  * that many times, the targets taking turns), BENCH_DURATION_MS (per round, default 3000),
  * BENCH_WARMUP_MS (before the first round, default 1000), BENCH_CONNECTIONS (default "1,50"),
  * BENCH_TARGETS (default "floor,floor-pg,nginx,postgres,postgres-commit,postgres-journal,pglite,no-billing"; also
- * "postgres-lean", "pglite-lean" and "no-billing-lean": those targets on the lean front
- * (TOLLGATE_HTTP_FRONT=lean, proxy/front/lean.ts),
+ * "postgres-node", "pglite-node" and "no-billing-node": those targets on node:http's front
+ * (TOLLGATE_HTTP_FRONT=node; the default is the lean front, proxy/front/lean.ts),
  * "pglite-inline": PGlite on the request thread instead of its worker thread, "no-billing-pg":
  * billing off, each answer's end after the durable floor's insert, and "floor-dispatch" and
  * "floor-net", the floor taken apart: bench/chat/floor-parts.ts).
@@ -258,9 +258,9 @@ async function main(): Promise<void> {
         { BENCH_JOURNAL: '1' },
       ],
       [
-        'postgres-lean',
-        "as postgres, on the lean front (TOLLGATE_HTTP_FRONT=lean: the chat endpoints' requests read without node:http's server)",
-        { TOLLGATE_HTTP_FRONT: 'lean' },
+        'postgres-node',
+        "as postgres, on node:http's front (TOLLGATE_HTTP_FRONT=node: every request read by node:http's server)",
+        { TOLLGATE_HTTP_FRONT: 'node' },
       ],
     ];
     for (const [name, title, env] of pgTargets)
@@ -282,22 +282,22 @@ async function main(): Promise<void> {
         { BENCH_DATA: 'disk', BENCH_PGLITE_THREAD: '0' },
         true,
       );
-    if (wantedTargets.includes('pglite-lean'))
+    if (wantedTargets.includes('pglite-node'))
       await child(
-        'pglite-lean',
-        'as pglite, on the lean front (TOLLGATE_HTTP_FRONT=lean)',
+        'pglite-node',
+        "as pglite, on node:http's front (TOLLGATE_HTTP_FRONT=node)",
         ['gateway', sim.url],
-        { BENCH_DATA: 'disk', TOLLGATE_HTTP_FRONT: 'lean' },
+        { BENCH_DATA: 'disk', TOLLGATE_HTTP_FRONT: 'node' },
         true,
       );
     if (wantedTargets.includes('no-billing'))
       await child('no-billing', 'Tollgate, chat path alone (billing off; compiled)', ['gateway', sim.url], { BENCH_BILLING: 'none' }, true);
-    if (wantedTargets.includes('no-billing-lean'))
+    if (wantedTargets.includes('no-billing-node'))
       await child(
-        'no-billing-lean',
-        'as no-billing, on the lean front (TOLLGATE_HTTP_FRONT=lean)',
+        'no-billing-node',
+        "as no-billing, on node:http's front (TOLLGATE_HTTP_FRONT=node)",
         ['gateway', sim.url],
-        { BENCH_BILLING: 'none', TOLLGATE_HTTP_FRONT: 'lean' },
+        { BENCH_BILLING: 'none', TOLLGATE_HTTP_FRONT: 'node' },
         true,
       );
     // Not in the default list: set beside postgres, it tells billing's own work from its store's wait.
@@ -506,9 +506,9 @@ function render(
       nbpg(mode) && r1(mode) && d1(mode)
         ? `, ${signed(paired(r1(mode)!, nbpg(mode)!, f))} ms beyond no-billing-pg's ${signed(paired(nbpg(mode)!, d1(mode)!, f))} ms`
         : '';
-    const pgCharged = name === 'postgres' || name === 'postgres-commit' || name === 'postgres-lean';
+    const pgCharged = name === 'postgres' || name === 'postgres-commit' || name === 'postgres-node';
     const pgWaited = pgCharged || name === 'no-billing-pg';
-    const stored = name !== 'no-billing' && name !== 'no-billing-lean';
+    const stored = name !== 'no-billing' && name !== 'no-billing-node';
     const parts: string[] = [];
     const ms = (v: number) => `${signed(v)} ms`;
     const cpu = ['json', 'stream'].map((m) => (r50(m) && f50(m) ? `${m} ${goalFigure(r50(m)!, f50(m)!, cpuTimes, (v) => v <= 2, times)}` : '')).filter(Boolean);
@@ -530,7 +530,7 @@ function render(
     return parts.length ? [`- **${name}**: ${parts.join('; ')}`] : [];
   };
   lines.push(
-    ...['postgres', 'postgres-commit', 'postgres-journal', 'postgres-lean', 'pglite', 'pglite-lean', 'no-billing', 'no-billing-lean', 'no-billing-pg'].flatMap(
+    ...['postgres', 'postgres-commit', 'postgres-journal', 'postgres-node', 'pglite', 'pglite-node', 'no-billing', 'no-billing-node', 'no-billing-pg'].flatMap(
       goal,
     ),
     '',

@@ -95,7 +95,7 @@ const EnvSchema = z.object({
   TOLLGATE_HTTP_FRONT: z
     .string()
     .optional()
-    .transform((v) => present(v) ?? 'node')
+    .transform((v) => present(v) ?? 'lean')
     .pipe(z.enum(['node', 'lean'], { message: 'TOLLGATE_HTTP_FRONT must be node or lean' })),
   TOLLGATE_ADMIN_TOKEN: text,
   TOLLGATE_DISCOVERY_TOKEN: text,

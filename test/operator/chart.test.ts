@@ -26,7 +26,7 @@ export const MATRIX: Record<string, Obj> = {
   autoscaling: { discovery: { token: 't' }, proxy: { autoscaling: { enabled: true } } },
   'billing journal': { discovery: { token: 't' }, proxy: { billingJournal: { enabled: true } } },
   'billing commit on the path': { discovery: { token: 't' }, proxy: { billingJournal: { table: false } } },
-  'lean front': { discovery: { token: 't' }, proxy: { httpFront: 'lean' } },
+  'node front': { discovery: { token: 't' }, proxy: { httpFront: 'node' } },
   'discovery TLS': { discovery: { token: 't', tls: { enabled: true, secretName: 'discovery-tls' } } },
   'existing secrets': { discovery: { existingSecret: 'my-discovery' }, proxy: { existingSecret: 'my-proxy' } },
   'LoadBalancer API': { discovery: { token: 't' }, proxy: { service: { type: 'LoadBalancer' } } },
@@ -299,11 +299,11 @@ describe('charts/tollgate with the real helm', () => {
     expect(off.containers[0].env.map((e: { name: string }) => e.name)).not.toContain('TOLLGATE_BILLING_JOURNAL_DIR');
   });
 
-  it('proxy.httpFront: node:http by default, the lean front when asked, nothing else', async () => {
+  it('proxy.httpFront: the lean front by default, node:http when asked, nothing else', async () => {
     const envOf = async (values: Obj) =>
       byKind((await helmTemplate(values)).docs, 'Deployment', 'tollgate-proxy')!.spec.template.spec.containers[0].env as { name: string; value?: string }[];
     expect((await envOf(MATRIX.defaults!)).map((e) => e.name)).not.toContain('TOLLGATE_HTTP_FRONT');
-    expect(await envOf(MATRIX['lean front']!)).toContainEqual({ name: 'TOLLGATE_HTTP_FRONT', value: 'lean' });
+    expect(await envOf(MATRIX['node front']!)).toContainEqual({ name: 'TOLLGATE_HTTP_FRONT', value: 'node' });
     await expect(helmTemplate({ discovery: { token: 't' }, proxy: { httpFront: 'uws' } })).rejects.toThrow(/\/proxy\/httpFront/);
   });
 

@@ -41,9 +41,10 @@ export function compileOrThrow(resources: object[]) {
  */
 export async function startStack(resources: (simUrl: string) => object[], opts: StackOptions = {}): Promise<Stack> {
   const { credits = 1000n * MICRO, ...start } = opts;
-  // The same suites on the lean front (proxy/front/lean.ts): TOLLGATE_TEST_HTTP_FRONT=lean. In
-  // place: suites change their settings object after the start (secretFromEnv).
-  if (process.env.TOLLGATE_TEST_HTTP_FRONT === 'lean') start.settings = Object.assign(start.settings ?? readSettings({}), { httpFront: 'lean' as const });
+  // The same suites on node:http's front (the default is the lean one, proxy/front/lean.ts):
+  // TOLLGATE_TEST_HTTP_FRONT=node. In place: suites change their settings object after the start
+  // (secretFromEnv).
+  if (process.env.TOLLGATE_TEST_HTTP_FRONT === 'node') start.settings = Object.assign(start.settings ?? readSettings({}), { httpFront: 'node' as const });
   const sim = await startSimulator();
   const manifests = resources(sim.url);
   const source = new StaticConfigSource(compileOrThrow(manifests));
