@@ -7,8 +7,9 @@ import { LeanResponse } from './lean-response.js';
 /**
  * The lean front (the default; TOLLGATE_HTTP_FRONT=node turns it off): the API server's
  * connections are read here, and the requests of the chat endpoints that fit a strict subset of
- * HTTP/1.1 (lean-head.ts) are served without node:http's server (as landed: about 4% fewer instructions per request with billing off,
- * up to a tenth less CPU per request under load; bench/RESULTS.md, "the lean front lands, opt-in").
+ * HTTP/1.1 (lean-head.ts) are served without node:http's server (as landed: about 4% fewer
+ * instructions per request with billing off, up to a tenth less CPU per request under load;
+ * bench/RESULTS.md, "the lean front lands, opt-in" and "the lean front becomes the default").
  * Everything else goes to node:http on the same socket, at a request boundary, with the bytes read
  * so far given back (socket.unshift), and the connection is node:http's from then on: what the
  * subset leaves out (chunked bodies, Expect, upgrades, HTTP/1.0, a malformed or oversized head,
