@@ -5,6 +5,7 @@ import { installLeanFront, type LeanFront } from '../proxy/front/lean.js';
 import { readSettings } from '../kernel/settings.js';
 import { startStack, type Stack } from './support/stack.js';
 import { apiKey, chatRoute, group } from './support/resources.js';
+import { frontCounts } from './support/prom.js';
 
 /**
  * The lean front (proxy/front/lean.ts) against node:http: the same bytes sent to a node:http
@@ -317,5 +318,26 @@ describe('the gateway on the lean front', () => {
     const whole = chat(ask);
     const slow = await same([whole.slice(0, whole.length - 10), { wait: 400 }]);
     expect(slow).toMatch(/^HTTP\/1\.1 408 [\s\S]*\r\nconnection: close\r\n/);
+  });
+
+  it("counts on /metrics the connections it reads and those it hands to node:http, by reason; node:http's front counts none", async () => {
+    const counts = (front: 'node' | 'lean') => frontCounts(stacks[front].gw.adminUrl);
+    const before = await counts('lean');
+    expect(before.closing).toBe(0);
+    const on = (parts: Part[]) => exchange(port('lean'), parts, 300);
+    await on([chat(ask), { wait: 50 }, chat(ask)]);
+    await on(['HEAD / HTTP/1.1\r\nHost: gw\r\n\r\n']);
+    await on([post('/v1/images/generations', '{}', `Authorization: Bearer ${KEY}\r\n`)]);
+    await on(['POST /v1/chat/completions HTTP/1.1\r\nHost: gw\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n']);
+    const after = await counts('lean');
+    expect(after).toEqual({
+      connections: before.connections + 4,
+      method: before.method + 1,
+      route: before.route + 1,
+      head: before.head + 1,
+      closing: 0,
+    });
+    const node = await counts('node');
+    expect(node.connections).toBe(0);
   });
 });

@@ -6,12 +6,12 @@ import { MemoryCounter, RateLimiter, RedisCounter } from '../auth/rate-limit.js'
 import type { Billing } from '../billing/index.js';
 import { RuntimeConfig } from '../config/runtime.js';
 import type { ConfigSource } from '../config/source.js';
-import { createMetrics } from '../metrics/index.js';
+import { createMetrics, type GatewayMetrics } from '../metrics/index.js';
 import { DEFAULT_BODY_LIMIT, DEFAULT_BODY_TIMEOUT_MS } from '../http/body.js';
 import type { Feature, GatewayDeps, GatewayOptions } from '../http/deps.js';
 import { createHandler } from './pipeline.js';
 import { GatewayResponse } from './response.js';
-import { installLeanFront } from './lean.js';
+import { HAND_OFF_REASONS, installLeanFront } from './lean.js';
 import { Telemetry } from '../metrics/telemetry.js';
 import { backendStates, observedBilling, startLedgerCheck } from './observe.js';
 import { sendError } from './render.js';
@@ -188,10 +188,7 @@ export async function startGateway(opts: StartOptions): Promise<Gateway> {
   );
   // Longer than common load balancers' idle timeouts, so they close first.
   api.keepAliveTimeout = 65_000;
-  const lean =
-    settings.httpFront === 'lean'
-      ? installLeanFront(api, { paths: new Set(apiRoutes.filter((r) => r.lean && r.method === 'POST').map((r) => r.path)) })
-      : undefined;
+  const lean = settings.httpFront === 'lean' ? leanFront(api, apiRoutes, metrics) : undefined;
   const inflight = trackInflight(api);
   const started: typeof features = [];
   let closing = false;
@@ -252,6 +249,17 @@ function listen(server: Server, port: number, host: string): Promise<void> {
       server.off('error', reject);
       resolve();
     });
+  });
+}
+
+/** The lean front on the API server, for its lean routes, counting its connections and hand-offs. */
+function leanFront(api: Server, routes: Route[], metrics: GatewayMetrics) {
+  // Every reason from zero, so a rate over it exists before the first hand-off.
+  for (const reason of HAND_OFF_REASONS) metrics.frontHandoffs.inc({ reason }, 0);
+  return installLeanFront(api, {
+    paths: new Set(routes.filter((r) => r.lean && r.method === 'POST').map((r) => r.path)),
+    onConnection: () => metrics.frontConnections.inc(),
+    onHandOff: (reason) => metrics.frontHandoffs.inc({ reason }),
   });
 }
 

@@ -20,10 +20,22 @@ import { LeanResponse } from './lean-response.js';
  * request is read once the answer before it is finished, as node:http does.
  */
 
+/**
+ * Why a connection went to node:http: `method`, a request other than POST (Claude Code's
+ * `HEAD /`, a WebSocket's GET); `route`, a POST for a path the front does not serve; `head`, a
+ * POST head outside the subset (chunked, Expect, HTTP/1.0, Connection: close, malformed, over
+ * the limits); `closing`, the gateway shutting down.
+ */
+export type HandOffReason = 'method' | 'route' | 'head' | 'closing';
+export const HAND_OFF_REASONS: readonly HandOffReason[] = ['method', 'route', 'head', 'closing'];
+
 export interface LeanFrontOptions {
   /** The POST paths (no query) served lean: routes whose handlers use only LeanResponse's members. */
   paths: ReadonlySet<string>;
   limits?: HeadLimits;
+  /** Each connection the front reads (it counts them; the callbacks run once a connection, not once a request). */
+  onConnection?: () => void;
+  onHandOff?: (reason: HandOffReason) => void;
 }
 
 export interface LeanFront {
@@ -33,6 +45,7 @@ export interface LeanFront {
 }
 
 const BLANK = Buffer.from('\r\n\r\n', 'latin1');
+const POST = Buffer.from('POST ', 'latin1');
 /** More unread bytes than this while an answer is in progress pauses the socket. */
 const MAX_BUFFERED = 64 * 1024;
 
@@ -56,6 +69,7 @@ export function installLeanFront(server: Server, opts: LeanFrontOptions): LeanFr
 
     constructor(readonly socket: Socket) {
       live.add(this);
+      opts.onConnection?.();
       for (const [event, listener] of this.listeners()) socket.on(event, listener);
       this.idle();
     }
@@ -136,7 +150,7 @@ export function installLeanFront(server: Server, opts: LeanFrontOptions): LeanFr
       if (blank === -1) {
         // A head still arriving (a long one over a network with a small MSS): wait, up to the
         // size limit and node:http's headersTimeout (a head sent a byte at a time is cut off).
-        if (buf.length > limits.maxHeadBytes) return this.handOff();
+        if (buf.length > limits.maxHeadBytes) return this.handOff(methodOr(buf, 'head'));
         if (this.headSince === 0) {
           this.headSince = Date.now();
           this.socket.setTimeout(server.headersTimeout);
@@ -144,8 +158,10 @@ export function installLeanFront(server: Server, opts: LeanFrontOptions): LeanFr
         return;
       }
       this.headSince = 0;
+      if (closing) return this.handOff('closing');
       const head = parseHead(buf.toString('latin1', 0, blank + 4), blank, limits);
-      if (!head || !opts.paths.has(pathOf(head.url)) || closing) return this.handOff();
+      if (!head) return this.handOff(methodOr(buf, 'head'));
+      if (!opts.paths.has(pathOf(head.url))) return this.handOff('route');
       this.socket.setTimeout(0);
       this.serve(head, buf);
     }
@@ -195,7 +211,8 @@ export function installLeanFront(server: Server, opts: LeanFrontOptions): LeanFr
     }
 
     /** node:http's from here: what was read of the next request is given back to the socket first. */
-    private handOff(): void {
+    private handOff(reason: HandOffReason): void {
+      opts.onHandOff?.(reason);
       const socket = this.socket;
       live.delete(this);
       socket.setTimeout(0);
@@ -227,6 +244,11 @@ export function installLeanFront(server: Server, opts: LeanFrontOptions): LeanFr
       for (const c of live) c.socket.destroy();
     },
   };
+}
+
+/** `method` for a request line that is not a POST's, else `otherwise`. */
+function methodOr(buf: Buffer, otherwise: HandOffReason): HandOffReason {
+  return buf.length >= POST.length && buf.compare(POST, 0, POST.length, 0, POST.length) !== 0 ? 'method' : otherwise;
 }
 
 function pathOf(url: string): string {

@@ -11,6 +11,9 @@ export interface GatewayMetrics {
   configSwaps: Counter;
   /** Config updates refused (invalid, or emptying the config); the last good config stayed. */
   configRejections: Counter;
+  /** Connections the lean front read (proxy/front/lean.ts), and those it handed to node:http. */
+  frontConnections: Counter;
+  frontHandoffs: Counter<'reason'>;
 }
 
 /** One registry per gateway (tests start several in one process). Labels never carry keys. */
@@ -46,5 +49,16 @@ export function createMetrics(): GatewayMetrics {
     help: 'Config updates refused (invalid, or leaving no models or no keys where there were some); the last good config stayed in service',
     registers: [registry],
   });
-  return { registry, requests, duration, config, configSwaps, configRejections };
+  const frontConnections = new Counter({
+    name: 'tollgate_http_front_connections_total',
+    help: 'API connections read by the lean front (TOLLGATE_HTTP_FRONT=lean)',
+    registers: [registry],
+  });
+  const frontHandoffs = new Counter({
+    name: 'tollgate_http_front_handoffs_total',
+    help: 'API connections the lean front handed to node:http, by reason: method (a request other than POST), route (a POST the front does not serve), head (a POST head outside its subset of HTTP/1.1), closing (shutdown)',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+  });
+  return { registry, requests, duration, config, configSwaps, configRejections, frontConnections, frontHandoffs };
 }

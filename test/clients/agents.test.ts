@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiKey, chatRoute, group } from '../support/resources.js';
 import { startStack, type Stack } from '../support/stack.js';
 import { RecordingBilling } from '../chat/support.js';
+import { frontCounts, type FrontCounts } from '../support/prom.js';
 
 /**
  * The real agents, across protocols: Claude Code (Messages) on models whose backends speak only
@@ -53,6 +54,19 @@ function sandbox(name: string): { home: string; work: string } {
 
 const baseEnv = (home: string) => ({ PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, LANG: 'C.UTF-8', NO_COLOR: '1' });
 
+/**
+ * On the lean front (the default), every model call a CLI made was read by it: nothing went to
+ * node:http but requests other than POST (Claude Code's `HEAD /` warm-up, Codex's WebSocket
+ * attempt), each on a connection of its own. A header a new CLI version sends that falls outside
+ * the front's subset would put every call of that client on node:http's slower path.
+ */
+async function expectLean(before: FrontCounts): Promise<void> {
+  if (process.env.TOLLGATE_TEST_HTTP_FRONT === 'node') return;
+  const after = await frontCounts(stack.gw.adminUrl);
+  expect(after.connections).toBeGreaterThan(before.connections);
+  expect({ route: after.route - before.route, head: after.head - before.head }).toEqual({ route: 0, head: 0 });
+}
+
 /** Upstream requests the simulator recorded since `from`, on one path. */
 const upstream = (from: number, path: string) =>
   stack.sim.recorder
@@ -71,11 +85,13 @@ async function claude(name: string, model: string, prompt: string, extra: string
     DISABLE_AUTOUPDATER: '1',
     DISABLE_TELEMETRY: '1',
   };
+  const front = await frontCounts(stack.gw.adminUrl);
   const { stdout } = await run(join(BIN, 'claude'), ['-p', prompt, '--model', model, '--output-format', 'json', ...extra], {
     cwd: work,
     env,
     timeout: 90_000,
   });
+  await expectLean(front);
   return { work, result: JSON.parse(stdout) as { subtype: string; is_error: boolean; num_turns: number; result: string } };
 }
 
@@ -97,10 +113,12 @@ async function codex(name: string, model: string, prompt: string, builtin = fals
       p.stdin!.end(KEY);
     });
   }
+  const front = await frontCounts(stack.gw.adminUrl);
   const exec = run(join(BIN, 'codex'), ['exec', '--skip-git-repo-check', '--json', '-s', 'workspace-write', prompt], { cwd: work, env, timeout: 90_000 });
   // codex exec reads more of the prompt from stdin until it closes.
   exec.child.stdin!.end();
   const { stdout, stderr } = await exec;
+  await expectLean(front);
   const events = stdout
     .split('\n')
     .filter((l) => l.startsWith('{'))

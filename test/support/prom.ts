@@ -43,3 +43,24 @@ export function seriesOf(samples: Sample[]): Set<string> {
     ),
   );
 }
+
+export interface FrontCounts {
+  connections: number;
+  method: number;
+  route: number;
+  head: number;
+  closing: number;
+}
+
+/** The lean front's counters: API connections it read, and those it handed to node:http, by reason. */
+export async function frontCounts(adminUrl: string): Promise<FrontCounts> {
+  const s = await scrape(adminUrl);
+  const handoffs = (reason: string) => total(s, 'tollgate_http_front_handoffs_total', { reason });
+  return {
+    connections: total(s, 'tollgate_http_front_connections_total'),
+    method: handoffs('method'),
+    route: handoffs('route'),
+    head: handoffs('head'),
+    closing: handoffs('closing'),
+  };
+}
