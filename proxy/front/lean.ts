@@ -33,7 +33,7 @@ export interface LeanFrontOptions {
   /** The POST paths (no query) served lean: routes whose handlers use only LeanResponse's members. */
   paths: ReadonlySet<string>;
   limits?: HeadLimits;
-  /** Each connection the front reads (it counts them; the callbacks run once a connection, not once a request). */
+  /** Once for each connection the front reads, and once for each it hands to node:http: never once a request. */
   onConnection?: () => void;
   onHandOff?: (reason: HandOffReason) => void;
 }
