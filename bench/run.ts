@@ -7,7 +7,7 @@
  * the journal table, and also committing on the request's path and with the billing journal), as the
  * quickstart ships it (PGlite in a data folder, billing journal) and with billing off. Scenarios: Chat Completions, JSON
  * and SSE, 1 and 50 keep-alive connections. For each: requests/s, p50/p99, time to first byte
- * (1 connection), the target's own CPU and write system calls per request (from /proc) and its RSS,
+ * (1 connection), the target's own CPU (and apart, PGlite's worker thread's) and write system calls per request (from /proc) and its RSS,
  * and a gateway's billing commits (mean time and requests per commit, from its /metrics). Rewrites the
  * "## Chat overhead" section of bench/RESULTS.md (with --no-write, prints it only).
  *
@@ -38,12 +38,14 @@ import { fileURLToPath } from 'node:url';
 import { BENCH_KEY, chatBody } from './chat/config.js';
 import { runLoad, type LoadResult } from './chat/load.js';
 import { booksProblem, type Books, type Charged } from './chat/books.js';
-import { cpuTicks, imageNode, rssMiB, startChild, stopChild, TICK_US, writeCalls, type Child } from './chat/process.js';
+import { cpuTicks, imageNode, rssMiB, startChild, stopChild, threadTicks, TICK_US, writeCalls, type Child } from './chat/process.js';
 import { runWrk, wrkAvailable } from './chat/wrk.js';
 import { envNumber } from './env.js';
 import { cpuIdle, measuredBy, median as medianOf, publish } from './results.js';
 
 const NOTES = fileURLToPath(new URL('./chat/NOTES.md', import.meta.url));
+/** The name of PGlite's worker thread (proxy/store/pglite-thread.ts), on the image's Node (24). */
+const STORE_THREAD = 'pglite';
 const SECTION = '## Chat overhead';
 
 const quick = process.argv.includes('--quick');
@@ -73,6 +75,8 @@ interface Sample {
   load: LoadResult;
   /** The target process's own CPU (user + system) per request, µs. */
   cpuUs: number;
+  /** Of it, the embedded PostgreSQL's thread's (PGlite's worker, proxy/store/pglite-thread.ts), µs; 0 without one. */
+  storeUs: number;
   /** Write system calls per request served. */
   writes: number;
   /** The gateway's billing commits in the round (none without billing). */
@@ -332,22 +336,24 @@ async function main(): Promise<void> {
             // The commit counters are read outside it (a scrape costs the gateway CPU).
             const commitsBefore = await commitCounters(t.admin);
             const before = cpuTicks(t.pid);
+            const storeBefore = threadTicks(t.pid, STORE_THREAD);
             const writesBefore = writeCalls(t.pid);
             const t0 = performance.now();
             const load = useWrk && connections > 1 ? await runWrk(opts) : await runLoad(opts);
             const wall = (performance.now() - t0) / 1000;
             const ticks = cpuTicks(t.pid) - before;
+            const storeTicks = threadTicks(t.pid, STORE_THREAD) - storeBefore;
             const served = load.rps * wall;
             const writes = (writeCalls(t.pid) - writesBefore) / served;
             const commits = commitsBetween(commitsBefore, await commitCounters(t.admin));
-            const sample: Sample = { load, cpuUs: (ticks * TICK_US) / served, writes, commits };
+            const sample: Sample = { load, cpuUs: (ticks * TICK_US) / served, storeUs: (storeTicks * TICK_US) / served, writes, commits };
             if (t.metered) sample.books = await checkBooks(t, charged, load.charged);
             let row = rows.find((r) => r.target === t.name && r.mode === mode && r.connections === connections);
             if (!row) rows.push((row = { target: t.name, mode, connections, samples: [], rssMiB: 0 }));
             row.samples.push(sample);
             row.rssMiB = Math.max(row.rssMiB, rssMiB(t.pid));
             process.stderr.write(
-              `${t.name} ${mode} x${connections} round ${round + 1}: ${load.rps.toFixed(0)} rps, p50 ${load.p50.toFixed(3)} ms, cpu ${sample.cpuUs.toFixed(1)} µs/req, writes ${sample.writes.toFixed(2)}/req, errors ${load.errors}\n`,
+              `${t.name} ${mode} x${connections} round ${round + 1}: ${load.rps.toFixed(0)} rps, p50 ${load.p50.toFixed(3)} ms, cpu ${sample.cpuUs.toFixed(1)} µs/req${sample.storeUs > 0 ? ` (PGlite's thread ${sample.storeUs.toFixed(1)})` : ''}, writes ${sample.writes.toFixed(2)}/req, errors ${load.errors}\n`,
             );
           }
       }
@@ -394,6 +400,8 @@ async function checkBooks(t: Target, charged: Map<string, Charged>, round: Charg
 type PerRound = (s: Sample, base: Sample) => number;
 const share: PerRound = (s, d) => s.load.rps / d.load.rps;
 const cpuTimes: PerRound = (s, f) => s.cpuUs / f.cpuUs;
+/** Without the embedded store's thread: the gateway's own CPU, as a PostgreSQL-backed gateway's leaves its database's out. */
+const cpuTimesBesideStore: PerRound = (s, f) => (s.cpuUs - s.storeUs) / f.cpuUs;
 const p50Added: PerRound = (s, d) => s.load.p50 - d.load.p50;
 const ttfbAdded: PerRound = (s, d) => s.load.ttfb50 - d.load.ttfb50;
 const shareOf = (r: Row, direct: Row) => paired(r, direct, share);
@@ -513,6 +521,19 @@ function render(
     const ms = (v: number) => `${signed(v)} ms`;
     const cpu = ['json', 'stream'].map((m) => (r50(m) && f50(m) ? `${m} ${goalFigure(r50(m)!, f50(m)!, cpuTimes, (v) => v <= 2, times)}` : '')).filter(Boolean);
     if (cpu.length) parts.push(`CPU per request vs the bare Node floor at 50 connections (goal ≤ 2×): ${cpu.join(', ')}`);
+    const inStore = ['json', 'stream'].filter((m) => r50(m)?.samples.some((x) => x.storeUs > 0));
+    if (inStore.length)
+      parts.push(
+        `the same without PGlite's thread (the database, which a PostgreSQL-backed gateway runs in another process): ${inStore
+          .map(
+            (m) =>
+              `${m} ${goalFigure(r50(m)!, f50(m)!, cpuTimesBesideStore, (v) => v <= 2, times)} (the thread ${fx(
+                med(r50(m)!, (x) => x.storeUs),
+                1,
+              )} µs a request)`,
+          )
+          .join(', ')}`,
+      );
     const tp = ['json', 'stream'].map((m) => (r50(m) && d50(m) ? `${m} ${goalFigure(r50(m)!, d50(m)!, share, (v) => v >= 0.4, percent)}` : '')).filter(Boolean);
     if (tp.length) parts.push(`throughput at 50 connections (goal ≥ 40% of direct): ${tp.join(', ')}`);
     const lat =

@@ -1,5 +1,5 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -106,6 +106,28 @@ export function cpuTicks(pid: number): number {
   } catch {
     return NaN;
   }
+}
+
+/**
+ * CPU ticks so far of the process's threads named `name` (/proc/PID/task/TID/comm; Node 22 and
+ * later name a worker thread after its `name` option), 0 when there is none.
+ */
+export function threadTicks(pid: number, name: string): number {
+  let ticks = 0;
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        if (readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim() !== name) continue;
+        const f = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+        ticks += Number(f[11]) + Number(f[12]);
+      } catch {
+        // The thread ended between the listing and the read.
+      }
+    }
+  } catch {
+    return NaN;
+  }
+  return ticks;
 }
 
 /**

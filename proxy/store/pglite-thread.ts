@@ -156,6 +156,9 @@ function asError(e: ErrorData): Error {
   return err;
 }
 
+/** The store thread's name (bench/run.ts counts its CPU by it). */
+const PGLITE_THREAD = 'pglite';
+
 /**
  * The worker runs the same build as this thread: compiled JavaScript beside this file (dist/,
  * `npm start`), or, from the TypeScript sources (tests, tsx), those sources through tsx's loader,
@@ -163,7 +166,9 @@ function asError(e: ErrorData): Error {
  */
 function startWorker(init: WorkerInit): Worker {
   const here = import.meta.url;
-  if (here.endsWith('.js')) return new Worker(new URL('./pglite-worker.js', here), { workerData: init });
+  // From Node 22 on the name is the OS thread's too (top -H, /proc/PID/task): the bench counts its CPU apart.
+  const options = { workerData: init, name: PGLITE_THREAD };
+  if (here.endsWith('.js')) return new Worker(new URL('./pglite-worker.js', here), options);
   // tsx's ESM entry of its API, from its exports map (the CommonJS one does not load in a worker).
   const manifest = createRequire(here).resolve('tsx/package.json');
   const api = (JSON.parse(readFileSync(manifest, 'utf8')) as { exports: Record<string, { import: { default: string } }> }).exports['./esm/api']!.import.default;
@@ -171,5 +176,5 @@ function startWorker(init: WorkerInit): Worker {
   const entry = new URL('./pglite-worker.ts', here).href;
   const boot = `const tsx = await import(${JSON.stringify(tsx)}); tsx.register(); await import(${JSON.stringify(entry)});`;
   // A module by URL, not `eval: true`: an eval worker skips the process's --import preloads.
-  return new Worker(new URL(`data:text/javascript,${encodeURIComponent(boot)}`), { workerData: init });
+  return new Worker(new URL(`data:text/javascript,${encodeURIComponent(boot)}`), options);
 }
