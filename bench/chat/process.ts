@@ -109,8 +109,8 @@ export function cpuTicks(pid: number): number {
 }
 
 /**
- * CPU ticks so far of the process's threads named `name` (/proc/PID/task/TID/comm; Node 22 and
- * later name a worker thread after its `name` option), 0 when there is none.
+ * CPU ticks so far of the process's threads named `name` (/proc/PID/task/TID/comm; Node 24, not
+ * 20, names a worker thread after its `name` option), 0 when there is none.
  */
 export function threadTicks(pid: number, name: string): number {
   let ticks = 0;

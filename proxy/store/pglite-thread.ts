@@ -166,7 +166,7 @@ const PGLITE_THREAD = 'pglite';
  */
 function startWorker(init: WorkerInit): Worker {
   const here = import.meta.url;
-  // From Node 22 on the name is the OS thread's too (top -H, /proc/PID/task): the bench counts its CPU apart.
+  // On Node 24 (not 20) the name is the OS thread's too (top -H, /proc/PID/task): the bench counts its CPU apart.
   const options = { workerData: init, name: PGLITE_THREAD };
   if (here.endsWith('.js')) return new Worker(new URL('./pglite-worker.js', here), options);
   // tsx's ESM entry of its API, from its exports map (the CommonJS one does not load in a worker).
