@@ -101,11 +101,16 @@ export function stopChild(c: Child, ms = 30_000): Promise<void> {
 
 export function cpuTicks(pid: number): number {
   try {
-    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return Number(f[11]) + Number(f[12]); // utime, stime (fields 14 and 15)
+    return statTicks(`/proc/${pid}/stat`);
   } catch {
     return NaN;
   }
+}
+
+/** utime + stime (fields 14 and 15) of a process's or a thread's stat file. */
+function statTicks(path: string): number {
+  const f = readFileSync(path, 'utf8').split(') ')[1]!.split(' ');
+  return Number(f[11]) + Number(f[12]);
 }
 
 /**
@@ -118,8 +123,7 @@ export function threadTicks(pid: number, name: string): number {
     for (const tid of readdirSync(`/proc/${pid}/task`)) {
       try {
         if (readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim() !== name) continue;
-        const f = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-        ticks += Number(f[11]) + Number(f[12]);
+        ticks += statTicks(`/proc/${pid}/task/${tid}/stat`);
       } catch {
         // The thread ended between the listing and the read.
       }
