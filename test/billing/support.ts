@@ -114,11 +114,11 @@ export function expectExactBooks(b: Awaited<ReturnType<typeof books>>): void {
 }
 
 export async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, ms = 10_000, what = 'condition'): Promise<T> {
-  const end = Date.now() + ms;
+  const end = performance.now() + ms;
   for (;;) {
     const v = await fn();
     if (ok(v)) return v;
-    if (Date.now() > end)
+    if (performance.now() > end)
       throw new Error(`timed out waiting for ${what}: ${JSON.stringify(v, (_k, x: unknown) => (typeof x === 'bigint' ? x.toString() : x))}`);
     await new Promise((r) => setTimeout(r, 25));
   }

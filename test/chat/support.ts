@@ -37,9 +37,9 @@ export class RecordingBilling {
   }
 
   async waitSettled(requestId: string, ms = 5000): Promise<ChatSettlement> {
-    const end = Date.now() + ms;
+    const end = performance.now() + ms;
     while (!this.settlements.has(requestId)) {
-      if (Date.now() > end) throw new Error(`request ${requestId} never settled`);
+      if (performance.now() > end) throw new Error(`request ${requestId} never settled`);
       await new Promise((r) => setTimeout(r, 10));
     }
     // A second settle would come right after the first; give it the chance to show up.

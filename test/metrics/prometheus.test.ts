@@ -42,11 +42,11 @@ let dir: string;
 let promLog = '';
 
 async function until<T>(what: string, ms: number, fn: () => Promise<T | undefined>): Promise<T> {
-  const end = Date.now() + ms;
+  const end = performance.now() + ms;
   for (;;) {
     const v = await fn().catch(() => undefined);
     if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}; prometheus said:\n${promLog.slice(-3000)}`);
+    if (performance.now() > end) throw new Error(`timed out waiting for ${what}; prometheus said:\n${promLog.slice(-3000)}`);
     await new Promise((r) => setTimeout(r, 200));
   }
 }

@@ -33,11 +33,11 @@ const attrs = (s: OtlpSpan) =>
   );
 
 async function spansOf(traceId: string, n: number): Promise<OtlpSpan[]> {
-  const end = Date.now() + 10_000;
+  const end = performance.now() + 10_000;
   for (;;) {
     const mine = spans().filter((s) => s.traceId === traceId);
     if (mine.length >= n) return mine;
-    if (Date.now() > end) throw new Error(`trace ${traceId}: ${mine.length} spans of ${n}: ${JSON.stringify(mine.map((s) => s.name))}`);
+    if (performance.now() > end) throw new Error(`trace ${traceId}: ${mine.length} spans of ${n}: ${JSON.stringify(mine.map((s) => s.name))}`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }
@@ -121,9 +121,10 @@ describe('OpenTelemetry traces', () => {
     await expect(
       openai.chat.completions.create({ model: 'sim-gpt', messages: [{ role: 'user', content: '[sim:500]' }] }, { headers: { 'x-request-id': 'trace-req-2' } }),
     ).rejects.toThrow();
-    const end = Date.now() + 10_000;
+    const end = performance.now() + 10_000;
     let server: OtlpSpan | undefined;
-    while (!(server = spans().find((s) => attrs(s)['tollgate.request_id'] === 'trace-req-2')) && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+    while (!(server = spans().find((s) => attrs(s)['tollgate.request_id'] === 'trace-req-2')) && performance.now() < end)
+      await new Promise((r) => setTimeout(r, 50));
     expect(server).toBeDefined();
     expect(server!.parentSpanId ?? '').toBe('');
     expect(server!.status?.code).toBe(2); // ERROR

@@ -177,7 +177,7 @@ export async function startProxy(grpcPort: number, nodeId = 'proxy-0'): Promise<
 export { startSimulator, type Simulator };
 
 export async function waitFor<T>(fn: () => T | Promise<T>, what: string, ms = 10_000): Promise<NonNullable<T>> {
-  const end = Date.now() + ms;
+  const end = performance.now() + ms;
   let last: unknown;
   for (;;) {
     try {
@@ -186,7 +186,7 @@ export async function waitFor<T>(fn: () => T | Promise<T>, what: string, ms = 10
     } catch (err) {
       last = err;
     }
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
+    if (performance.now() > end) throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
     await new Promise((r) => setTimeout(r, 20));
   }
 }

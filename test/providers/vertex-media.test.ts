@@ -73,9 +73,9 @@ describe('Vertex media with a service account key', () => {
     expect((await c.until(img.json.id)).status).toBe('succeeded');
     const vid = await c.call('POST', '/v1/videos/generations', { model: 'veo-vertex-sa', prompt: 'vx-sa-video [sim:short]', duration: 8, resolution: '720p' });
     expect(vid.status).toBe(200);
-    const deadline = Date.now() + 20_000;
+    const deadline = performance.now() + 20_000;
     let state = vid.json;
-    while (!['succeeded', 'failed', 'cancelled'].includes(state.status) && Date.now() < deadline) {
+    while (!['succeeded', 'failed', 'cancelled'].includes(state.status) && performance.now() < deadline) {
       await new Promise((r) => setTimeout(r, 50));
       state = (await c.call('GET', `/v1/videos/generations/${vid.json.id}`)).json;
     }

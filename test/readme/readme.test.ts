@@ -73,11 +73,11 @@ async function run(
 }
 
 async function until<T>(probe: () => Promise<T | undefined>, ms: number, what: string): Promise<T> {
-  const end = Date.now() + ms;
+  const end = performance.now() + ms;
   for (;;) {
     const v = await probe().catch(() => undefined);
     if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    if (performance.now() > end) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 200));
   }
 }
@@ -94,14 +94,14 @@ async function stop(child: ChildProcess | undefined): Promise<void> {
   } catch {
     return;
   }
-  const end = Date.now() + 30_000;
+  const end = performance.now() + 30_000;
   for (;;) {
     try {
       process.kill(group, 0);
     } catch {
       return; // ESRCH: none of the group is left
     }
-    if (Date.now() > end) {
+    if (performance.now() > end) {
       process.kill(group, 'SIGKILL');
       return;
     }

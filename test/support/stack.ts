@@ -79,9 +79,9 @@ export async function startStack(resources: (simUrl: string) => object[], opts: 
 }
 
 export async function waitFor(pred: () => boolean, ms = 5000, what = 'condition'): Promise<void> {
-  const end = Date.now() + ms;
+  const end = performance.now() + ms;
   while (!pred()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    if (performance.now() > end) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 10));
   }
 }

@@ -165,12 +165,12 @@ export function client(base: string, key = KEY) {
     cancel: (id: string) => call('POST', `/v1/images/generations/${id}/cancel`),
     /** Polls until the task ends (succeeded, failed, cancelled) or the deadline passes. */
     async until(id: string, ms = 15_000): Promise<TaskBody> {
-      const end = Date.now() + ms;
+      const end = performance.now() + ms;
       for (;;) {
         const r = await call('GET', `/v1/images/generations/${id}`);
         if (r.status !== 200) throw new Error(`GET ${id}: ${r.status} ${JSON.stringify(r.json)}`);
         if (['succeeded', 'failed', 'cancelled'].includes(r.json.status)) return r.json;
-        if (Date.now() > end) throw new Error(`task ${id} still ${r.json.status} after ${ms} ms`);
+        if (performance.now() > end) throw new Error(`task ${id} still ${r.json.status} after ${ms} ms`);
         await new Promise((res) => setTimeout(res, 20));
       }
     },
@@ -217,9 +217,9 @@ export async function startReceiver(
 }
 
 export async function waitUntil(pred: () => boolean | Promise<boolean>, ms = 10_000, what = 'condition'): Promise<void> {
-  const end = Date.now() + ms;
+  const end = performance.now() + ms;
   while (!(await pred())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    if (performance.now() > end) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 20));
   }
 }

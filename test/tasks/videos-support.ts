@@ -61,13 +61,13 @@ export function videoClient(base: string, key = KEY) {
     get: (id: string) => c.call('GET', `${V}/${id}`),
     cancel: (id: string) => c.call('POST', `${V}/${id}/cancel`),
     async until(id: string, ms = 20_000): Promise<TaskBody & { mode?: string }> {
-      const end = Date.now() + ms;
+      const end = performance.now() + ms;
       for (;;) {
         const r = await c.call('GET', `${V}/${id}`);
         if (r.status !== 200) throw new Error(`GET ${id}: ${r.status} ${JSON.stringify(r.json)}`);
         if (['succeeded', 'failed', 'cancelled'].includes(r.json.status)) return r.json;
         expect(r.json.status).toBe('processing');
-        if (Date.now() > end) throw new Error(`task ${id} still ${r.json.status} after ${ms} ms`);
+        if (performance.now() > end) throw new Error(`task ${id} still ${r.json.status} after ${ms} ms`);
         await new Promise((res) => setTimeout(res, 20));
       }
     },
