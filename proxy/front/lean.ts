@@ -63,7 +63,10 @@ export function installLeanFront(server: Server, opts: LeanFrontOptions): LeanFr
     private req: LeanRequest | undefined;
     private res: LeanResponse | undefined;
     private bodyLeft = 0;
-    /** When the head being waited for began to arrive (ms): node:http's headersTimeout bounds it. */
+    /**
+     * When the head being waited for began to arrive (ms, the monotonic clock, as node:http's own
+     * headersTimeout check reads it: a step of the wall clock neither cuts a head off nor spares it).
+     */
     private headSince = 0;
     private readonly keepAlive = `Connection: keep-alive\r\nKeep-Alive: timeout=${Math.floor(server.keepAliveTimeout / 1000)}\r\n`;
 
@@ -123,7 +126,7 @@ export function installLeanFront(server: Server, opts: LeanFrontOptions): LeanFr
     };
 
     private headLate(): boolean {
-      return this.headSince > 0 && Date.now() - this.headSince > server.headersTimeout;
+      return this.headSince > 0 && performance.now() - this.headSince > server.headersTimeout;
     }
 
     private idle(): void {
@@ -152,7 +155,7 @@ export function installLeanFront(server: Server, opts: LeanFrontOptions): LeanFr
         // size limit and node:http's headersTimeout (a head sent a byte at a time is cut off).
         if (buf.length > limits.maxHeadBytes) return this.handOff(methodOr(buf, 'head'));
         if (this.headSince === 0) {
-          this.headSince = Date.now();
+          this.headSince = performance.now();
           this.socket.setTimeout(server.headersTimeout);
         } else if (this.headLate()) this.socket.destroy();
         return;
