@@ -15,15 +15,23 @@ export interface LeaderOptions {
 
 /**
  * Leader election on a coordination.k8s.io/v1 Lease, as client-go does it: the holder renews
- * renewTime every retry period; another replica takes over once renewTime + leaseDuration has
- * passed. Writes carry the resourceVersion read, so two candidates cannot both win (409).
- * On stop the holder releases the lease so a standby takes over without waiting.
+ * renewTime every retry period; another replica takes over once it has seen the lease unchanged
+ * for leaseDuration. Like client-go it times that from when it saw the record change, on its own
+ * monotonic clock, and never compares renewTime (another node's wall clock) with its own: a
+ * holder whose clock runs behind is not taken over while it renews, and a step of either clock
+ * neither ends a lease early nor makes a lost one last. Writes carry the resourceVersion read, so
+ * two candidates cannot both win (409). On stop the holder releases the lease so a standby takes
+ * over without waiting.
  */
 export class LeaderElector {
   private leader = false;
   private timer: NodeJS.Timeout | undefined;
   private stopped = true;
+  /** When this replica's last renewal that landed was sent (performance.now()). */
   private lastRenew = 0;
+  /** The lease's record as last read or written, and when it was seen to change (performance.now()). */
+  private observed: string | undefined;
+  private observedAt = 0;
   private running: Promise<void> = Promise.resolve();
   private readonly duration: number;
   private readonly retry: number;
@@ -47,7 +55,7 @@ export class LeaderElector {
       this.running = this.tryAcquireOrRenew()
         .catch((err: unknown) => {
           this.log.warn('lease update failed', { lease: this.opts.name, error: errText(err) });
-          if (this.leader && Date.now() - this.lastRenew > this.duration) this.setLeader(false);
+          if (this.leader && performance.now() - this.lastRenew > this.duration) this.setLeader(false);
         })
         .finally(() => {
           if (!this.stopped) this.timer = setTimeout(tick, this.retry);
@@ -76,6 +84,8 @@ export class LeaderElector {
 
   private async tryAcquireOrRenew(): Promise<void> {
     const { name, namespace, identity } = this.opts;
+    // A renewal counts from before it is sent: the API server may hold it before the answer comes.
+    const started = performance.now();
     // Lease times are MicroTime: the API server refuses anything but six fractional digits,
     // which a plain Date (three) does not give.
     const now = new V1MicroTime();
@@ -92,9 +102,9 @@ export class LeaderElector {
     }
     if (!lease) {
       try {
-        await this.api.createNamespacedLease({ namespace, body: { metadata: { name, namespace }, spec: { ...spec, acquireTime: now, leaseTransitions: 0 } } });
-        this.lastRenew = Date.now();
-        this.setLeader(true);
+        const created = { ...spec, acquireTime: now, leaseTransitions: 0 };
+        await this.api.createNamespacedLease({ namespace, body: { metadata: { name, namespace }, spec: created } });
+        this.renewed(created, started);
       } catch (err) {
         if (codeOf(err) !== 409) throw err;
         this.setLeader(false);
@@ -102,9 +112,10 @@ export class LeaderElector {
       return;
     }
     const holder = lease.spec?.holderIdentity;
-    const renewedAt = toMs(lease.spec?.renewTime);
+    const record = recordOf(lease.spec);
+    if (record !== this.observed) [this.observed, this.observedAt] = [record, performance.now()];
     const validFor = (lease.spec?.leaseDurationSeconds ?? 15) * 1000;
-    const expired = !holder || renewedAt === undefined || renewedAt + validFor < Date.now();
+    const expired = !holder || this.observedAt + validFor < performance.now();
     if (holder !== identity && !expired) {
       this.setLeader(false);
       return;
@@ -117,14 +128,19 @@ export class LeaderElector {
     };
     try {
       await this.api.replaceNamespacedLease({ name, namespace, body: lease });
-      this.lastRenew = Date.now();
-      this.setLeader(true);
+      this.renewed(lease.spec, started);
     } catch (err) {
       if (codeOf(err) !== 409) throw err;
       // Someone else wrote first; we stay leader only while our last renewal is still valid.
-      if (this.leader && Date.now() - this.lastRenew > this.duration) this.setLeader(false);
+      if (this.leader && performance.now() - this.lastRenew > this.duration) this.setLeader(false);
       else if (!this.leader) this.setLeader(false);
     }
+  }
+
+  private renewed(spec: V1Lease['spec'], at: number): void {
+    this.lastRenew = at;
+    [this.observed, this.observedAt] = [recordOf(spec), at];
+    this.setLeader(true);
   }
 
   private setLeader(v: boolean) {
@@ -136,10 +152,14 @@ export class LeaderElector {
   }
 }
 
-function toMs(t: unknown): number | undefined {
+/** The lease's record, compared as client-go compares it: any change to it is the holder alive. */
+function recordOf(spec: V1Lease['spec']): string {
+  return JSON.stringify([spec?.holderIdentity, timeOf(spec?.renewTime), timeOf(spec?.acquireTime), spec?.leaseDurationSeconds, spec?.leaseTransitions]);
+}
+
+function timeOf(t: unknown): number | string | undefined {
   if (t instanceof Date) return t.getTime();
-  if (typeof t === 'string') return Date.parse(t);
-  return undefined;
+  return typeof t === 'string' ? t : undefined;
 }
 
 export function codeOf(err: unknown): number | undefined {
