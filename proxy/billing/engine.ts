@@ -150,7 +150,7 @@ export class BillingEngine implements Billing {
     // A top-up refused a moment ago saw nothing free: no need to ask again.
     const r = acct?.refused;
     const empty =
-      (r !== undefined && r.free <= 0n && Date.now() - r.at < this.settings.refusalMemoryMs) ||
+      (r !== undefined && r.free <= 0n && performance.now() - r.at < this.settings.refusalMemoryMs) ||
       big((await this.store.query<{ free: unknown }>('SELECT balance - held AS free FROM accounts WHERE account = $1', [account])).rows[0]?.free) + inLease <=
         0n;
     if (empty) {

@@ -24,7 +24,11 @@ export interface AccountLease {
   lastUsed: number;
   /** Top-ups and hand-backs of one account run one at a time. */
   chain: Promise<unknown>;
-  /** What the account had free when a top-up last failed, and when: a burst of refusals costs one query. */
+  /**
+   * What the account had free when a top-up last failed, and when (performance.now(): a step of the
+   * wall clock must not keep refusing an account that has been granted credits): a burst of
+   * refusals costs one query.
+   */
   refused: { free: bigint; at: number } | undefined;
   /** A top-up ahead of need is under way or failed lately (refillAhead). */
   refilling: boolean;
@@ -100,7 +104,7 @@ export class Leases {
       const shortfall = (need ?? amount) - (acct.remaining - acct.reserved);
       if (shortfall <= 0n) return;
       const refused = acct.refused;
-      if (refused && shortfall > refused.free && Date.now() - refused.at < this.settings.refusalMemoryMs)
+      if (refused && shortfall > refused.free && performance.now() - refused.at < this.settings.refusalMemoryMs)
         throw new InsufficientCreditsError(acct.account, amount);
       const expiresAt = new Date(Date.now() + this.settings.leaseMs);
       // Sized to the demand: at least sliceFactor holds, and twice what is in flight now, so a
@@ -121,7 +125,7 @@ export class Leases {
         owner: this.replica,
       });
       if (r.outcome === 'refused') {
-        acct.refused = { free: r.free, at: Date.now() };
+        acct.refused = { free: r.free, at: performance.now() };
         throw new InsufficientCreditsError(acct.account, amount);
       }
       const take = r.took;
@@ -157,7 +161,7 @@ export class Leases {
     const low = amount * this.lowWater;
     if (acct.remaining - acct.reserved >= low) return;
     const r = acct.refused;
-    if (r && Date.now() - r.at < this.settings.refusalMemoryMs) return;
+    if (r && performance.now() - r.at < this.settings.refusalMemoryMs) return;
     acct.refilling = true;
     this.topUp(acct, amount, low).then(
       () => {

@@ -107,10 +107,10 @@ function ipv6Bytes(address: string): number[] | undefined {
 /** The host's own addresses: a client must not make the gateway call itself on another interface. */
 let own: { at: number; set: Set<string> } | undefined;
 function ownAddresses(): Set<string> {
-  if (!own || Date.now() - own.at > 60_000) {
+  if (!own || performance.now() - own.at > 60_000) {
     const set = new Set<string>();
     for (const list of Object.values(networkInterfaces())) for (const i of list ?? []) set.add(i.address.replace(/%.*$/, '').toLowerCase());
-    own = { at: Date.now(), set };
+    own = { at: performance.now(), set };
   }
   return own.set;
 }

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { Logger } from '../../kernel/log.js';
 import { accountState, credit, InsufficientCreditsError, release, verifyLedger } from '../../proxy/billing/ledger.js';
 import { Leases } from '../../proxy/billing/leases.js';
@@ -82,6 +82,36 @@ for (const c of storeCases({ thread: true })) {
         expect(bAcct).toMatchObject({ leaseId: undefined, remaining: 0n, refused: { free: 2n * C } });
         expect(await accountState(store, 'b')).toEqual({ balance: 2n * C, held: 0n });
         expect(await ledgerRows(store, 'b')).toBe(1);
+        expect(await verifyLedger(store)).toEqual([]);
+      } finally {
+        await disposeStore(store);
+      }
+    });
+
+    it("remembers a refusal for refusalMemoryMs on the process's own clock: a grant is seen once that has passed, though the wall clock stepped back", async () => {
+      const store = await c.open();
+      // Long enough that the grant and the second try below fall inside it on a slow machine.
+      const settings = { ...billingSettings(), refusalMemoryMs: 2_000 };
+      try {
+        await store.tx((q) => credit(q, { account: 'd', operationId: 'g-d', amount: 2n * C }));
+        const leases = new Leases(store, recordingLog(), settings, 'r1', undefined);
+        const acct = leases.of('d');
+        await expect(leases.topUp(acct, 3n * C)).rejects.toBeInstanceOf(InsufficientCreditsError);
+        await store.tx((q) => credit(q, { account: 'd', operationId: 'g-d2', amount: 10n * C }));
+        // Within the memory the store is not asked again.
+        await expect(leases.topUp(acct, 3n * C)).rejects.toBeInstanceOf(InsufficientCreditsError);
+
+        // The wall clock steps a minute back (an NTP correction); the memory still ends on time.
+        const stepped = Date.now() - 60_000;
+        const now = vi.spyOn(Date, 'now').mockImplementation(() => stepped);
+        try {
+          await new Promise((r) => setTimeout(r, settings.refusalMemoryMs + 50));
+          await leases.topUp(acct, 3n * C);
+        } finally {
+          now.mockRestore();
+        }
+        expect(acct).toMatchObject({ leaseId: 'lease:r1:d:1', refused: undefined });
+        expect((await accountState(store, 'd')).held).toBe(acct.remaining);
         expect(await verifyLedger(store)).toEqual([]);
       } finally {
         await disposeStore(store);
