@@ -106,7 +106,7 @@ export function consoleFeature(deps: GatewayDeps): Feature & { adminRoutes: Rout
 
   const backends = (ctx: RequestContext) => {
     const c = config(ctx);
-    const now = Date.now();
+    const now = performance.now();
     sendJson(ctx.res, 200, {
       data: [...c.models.values()]
         .sort((a, b) => a.model.localeCompare(b.model))

@@ -5,16 +5,18 @@ const keyOf = (b: CompiledBackend) => `${b.provider}|${b.baseURL}|${b.model}`;
 /**
  * Backends cooling down after a connect error, a timeout, a 5xx or a 429. One instance per
  * gateway (two gateways in one process keep their own), keyed by the backend's address and
- * model, so cooldowns survive config swaps that do not change the backend.
+ * model, so cooldowns survive config swaps that do not change the backend. Times are the
+ * process's monotonic clock (performance.now()): a wall clock stepped back must not keep a
+ * recovered backend at the back of the line for as long as the step.
  */
 export class Cooldowns {
   private readonly until = new Map<string, number>();
 
-  coolDown(backend: CompiledBackend, ms: number, now = Date.now()): void {
+  coolDown(backend: CompiledBackend, ms: number, now = performance.now()): void {
     this.until.set(keyOf(backend), now + ms);
   }
 
-  isCooling(backend: CompiledBackend, now = Date.now()): boolean {
+  isCooling(backend: CompiledBackend, now = performance.now()): boolean {
     if (this.until.size === 0) return false;
     const until = this.until.get(keyOf(backend));
     if (until === undefined) return false;
@@ -49,7 +51,7 @@ export function orderBackends(
   backends: readonly CompiledBackend[],
   cooldowns: Cooldowns,
   random: () => number = Math.random,
-  now = Date.now(),
+  now = performance.now(),
 ): CompiledBackend[] {
   if (backends.length === 1) return [backends[0]!];
   const ready: CompiledBackend[] = [];

@@ -126,19 +126,20 @@ async function metadata(host: string, path: string): Promise<string> {
   return text;
 }
 
+/** `until` on the monotonic clock: expires_in is relative, and a wall clock stepped back must not keep an expired token in use. */
 const metadataTokens = new Map<string, { token: string; until: number; pending?: Promise<string> }>();
 
 /** The metadata server's token for its default service account, cached until a minute before it expires. */
 async function metadataToken(host: string): Promise<string> {
   let c = metadataTokens.get(host);
-  if (c && c.until - Date.now() > 60_000) return c.token;
+  if (c && c.until - performance.now() > 60_000) return c.token;
   if (!c) metadataTokens.set(host, (c = { token: '', until: 0 }));
   const entry = c;
   entry.pending ??= (async () => {
     const t = JSON.parse(await metadata(host, `instance/service-accounts/default/token?scopes=${encodeURIComponent(SCOPE)}`)) as Record<string, unknown>;
     if (typeof t.access_token !== 'string' || typeof t.expires_in !== 'number') throw new Error('the metadata server gave no access token');
     entry.token = t.access_token;
-    entry.until = Date.now() + t.expires_in * 1000;
+    entry.until = performance.now() + t.expires_in * 1000;
     return entry.token;
   })().finally(() => {
     entry.pending = undefined;
