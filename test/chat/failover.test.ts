@@ -1,5 +1,5 @@
 import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { CompiledBackend } from '../../api/snapshot/index.js';
 import { Cooldowns, orderBackends } from '../../proxy/upstreams/index.js';
 import { deadPort } from '../support/ports.js';
@@ -25,6 +25,22 @@ describe('orderBackends', () => {
     expect(orderBackends(list, cooldowns, () => 0.1).map((b) => b.model)).toEqual(['a', 'b', 'c']);
     cooldowns.coolDown(list[0]!, 60_000);
     expect(orderBackends(list, cooldowns, () => 0.1).map((b) => b.model)).toEqual(['b', 'c', 'a']);
+  });
+
+  it('a cooldown ends on time though the wall clock stepped back meanwhile', async () => {
+    const cooldowns = new Cooldowns();
+    const list = [backend('a', 0, 1), backend('b', 0, 1)];
+    cooldowns.coolDown(list[0]!, 50);
+    expect(cooldowns.isCooling(list[0]!)).toBe(true);
+    const stepped = Date.now() - 60_000;
+    const now = vi.spyOn(Date, 'now').mockImplementation(() => stepped);
+    try {
+      await new Promise((r) => setTimeout(r, 80));
+      expect(cooldowns.isCooling(list[0]!)).toBe(false);
+      expect(orderBackends(list, cooldowns, () => 0.1).map((b) => b.model)).toEqual(['a', 'b']);
+    } finally {
+      now.mockRestore();
+    }
   });
 });
 
