@@ -165,7 +165,7 @@ export class BillingEngine implements Billing {
     const limit = quote.spendLimitMicro;
     const key = limit !== undefined ? this.spend.of(quote.keyHash) : undefined;
     if (key) {
-      key.lastUsed = Date.now();
+      key.lastUsed = performance.now();
       await key.loaded;
     }
     const acct = this.leases.of(quote.account);
@@ -184,7 +184,7 @@ export class BillingEngine implements Billing {
       throw err;
     }
     acct.reserved += amount;
-    acct.lastUsed = Date.now();
+    acct.lastUsed = performance.now();
     this.inflight++;
     if (key) key.reserved += amount;
     this.leases.refillAhead(acct, amount);
@@ -202,7 +202,7 @@ export class BillingEngine implements Billing {
     acct.reserved -= amount;
     acct.inflight--;
     this.inflight--;
-    acct.lastUsed = Date.now();
+    acct.lastUsed = performance.now();
     const leaseId = acct.leaseId;
     const settles = acct.remaining < cost ? acct.remaining : cost;
     acct.remaining -= settles;
@@ -332,7 +332,7 @@ export class BillingEngine implements Billing {
   /** Lease upkeep, then the spend of limited keys that nothing of this replica's is pending for. */
   private async tick(): Promise<void> {
     await this.leases.upkeep();
-    await this.spend.refresh(Date.now(), 6 * this.settings.idleMs);
+    await this.spend.refresh(performance.now(), 6 * this.settings.idleMs);
   }
 }
 

@@ -21,6 +21,7 @@ export interface AccountLease {
   inflight: number;
   /** Captures queued or being written for this account. */
   writing: number;
+  /** The last request's time (performance.now()): idle this long (idleMs), the lease is handed back. */
   lastUsed: number;
   /** Top-ups and hand-backs of one account run one at a time. */
   chain: Promise<unknown>;
@@ -77,7 +78,7 @@ export class Leases {
         reserved: 0n,
         inflight: 0,
         writing: 0,
-        lastUsed: Date.now(),
+        lastUsed: performance.now(),
         chain: Promise.resolve(),
         refused: undefined,
         refilling: false,
@@ -203,7 +204,7 @@ export class Leases {
       new Date(until).toISOString(),
     ]);
     const ids = new Set(live.rows.map((r) => r.hold_id));
-    const now = Date.now();
+    const now = performance.now();
     for (const acct of [...this.accounts.values()]) {
       if (acct.leaseId && ids.has(acct.leaseId)) acct.validUntil = Math.max(acct.validUntil, until);
       if (acct.leaseId && !ids.has(acct.leaseId) && acct.writing === 0) {

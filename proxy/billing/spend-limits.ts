@@ -9,6 +9,7 @@ export interface KeySpend {
   unflushed: bigint;
   reserved: bigint;
   loaded: Promise<void>;
+  /** The last request's time (performance.now()): a key unused for a while is forgotten. */
   lastUsed: number;
   /** Counts this replica's writes to `stored`: a re-read that raced one is dropped. */
   writes: number;
@@ -35,7 +36,7 @@ export class SpendLimits {
   of(keyHash: string): KeySpend {
     let k = this.keys.get(keyHash);
     if (!k) {
-      const state: KeySpend = { stored: 0n, unflushed: 0n, reserved: 0n, loaded: Promise.resolve(), lastUsed: Date.now(), writes: 0, ready: false };
+      const state: KeySpend = { stored: 0n, unflushed: 0n, reserved: 0n, loaded: Promise.resolve(), lastUsed: performance.now(), writes: 0, ready: false };
       state.loaded = readSpends(this.store, [keyHash]).then(
         (v) => {
           state.stored = v.get(keyHash)!;
