@@ -90,16 +90,26 @@ for (const c of storeCases({ thread: true })) {
 
     it("remembers a refusal for refusalMemoryMs on the process's own clock: a grant is seen once that has passed, though the wall clock stepped back", async () => {
       const store = await c.open();
-      // Long enough that the grant and the second try below fall inside it on a slow machine.
-      const settings = { ...billingSettings(), refusalMemoryMs: 2_000 };
+      const settings = { ...billingSettings(), refusalMemoryMs: 1_000 };
       try {
         await store.tx((q) => credit(q, { account: 'd', operationId: 'g-d', amount: 2n * C }));
-        const leases = new Leases(store, recordingLog(), settings, 'r1', undefined);
+        // The store as the leases see it, counting what they ask of it.
+        let asked = 0;
+        const counted = new Proxy(store, {
+          get: (target, prop, receiver) => {
+            const v = Reflect.get(target, prop, receiver) as unknown;
+            if ((prop !== 'query' && prop !== 'tx') || typeof v !== 'function') return v;
+            return (...args: unknown[]) => (asked++, (v as (...a: unknown[]) => unknown).apply(target, args));
+          },
+        });
+        const leases = new Leases(counted, recordingLog(), settings, 'r1', undefined);
         const acct = leases.of('d');
         await expect(leases.topUp(acct, 3n * C)).rejects.toBeInstanceOf(InsufficientCreditsError);
-        await store.tx((q) => credit(q, { account: 'd', operationId: 'g-d2', amount: 10n * C }));
-        // Within the memory the store is not asked again.
+        // At once again: refused from memory, the store not asked.
+        asked = 0;
         await expect(leases.topUp(acct, 3n * C)).rejects.toBeInstanceOf(InsufficientCreditsError);
+        expect(asked).toBe(0);
+        await store.tx((q) => credit(q, { account: 'd', operationId: 'g-d2', amount: 10n * C }));
 
         // The wall clock steps a minute back (an NTP correction); the memory still ends on time.
         const stepped = Date.now() - 60_000;
