@@ -100,37 +100,63 @@ export function header(v: string | string[] | undefined): string | undefined {
   return Array.isArray(v) ? v[0] : v;
 }
 
-/** GET of a result file on the provider, streamed. `auth` only travels to the backend's own origin. */
+/** Redirects a result file's GET follows (a storage host, a CDN) before it gives up. */
+const MAX_REDIRECTS = 5;
+
+/**
+ * GET of a result file on the provider, streamed, following redirects. `auth` travels only to the
+ * backend's own origin, on every hop: a redirect to a storage host or a CDN is followed without
+ * the provider's credential, as Google's file downloads and signed-URL hosts expect.
+ */
 export async function openUrl(
   target: ProviderTarget,
   url: string,
   signal: AbortSignal,
   auth?: Record<string, string>,
 ): Promise<{ body: Readable; contentType?: string }> {
-  const u = new URL(url);
-  if (u.protocol !== 'http:' && u.protocol !== 'https:')
-    throw new ProviderError(false, 'upstream_invalid_response', 'the upstream gave a result URL that is not http(s)');
   const { backend } = target;
-  const sameOrigin = u.origin === targetOf(backend).origin;
-  let resp;
+  const origin = targetOf(backend).origin;
+  let u = resultUrl(url);
+  for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
+    let resp;
+    try {
+      resp = await target.dispatcher.request({
+        origin: u.origin,
+        path: `${u.pathname}${u.search}`,
+        method: 'GET',
+        headers: { 'user-agent': USER_AGENT, ...(u.origin === origin ? auth : {}) },
+        signal,
+        headersTimeout: backend.timeoutMs,
+        bodyTimeout: backend.timeoutMs,
+      });
+    } catch (err) {
+      throw toProviderError(err, signal);
+    }
+    const location = header(resp.headers.location);
+    if (resp.statusCode >= 300 && resp.statusCode < 400 && location) {
+      await resp.body.dump().catch(() => {});
+      u = resultUrl(location, u);
+      continue;
+    }
+    if (resp.statusCode !== 200) {
+      await resp.body.dump().catch(() => {});
+      const retryable = resp.statusCode === 429 || resp.statusCode >= 500;
+      throw new ProviderError(retryable, 'result_unavailable', `the upstream's result file answered ${resp.statusCode}`, { status: resp.statusCode });
+    }
+    const type = header(resp.headers['content-type']);
+    return { body: resp.body, ...(type ? { contentType: type } : {}) };
+  }
+  throw new ProviderError(false, 'result_unavailable', `the upstream's result file redirected more than ${MAX_REDIRECTS} times`);
+}
+
+function resultUrl(url: string, base?: URL): URL {
+  let u: URL | undefined;
   try {
-    resp = await target.dispatcher.request({
-      origin: u.origin,
-      path: `${u.pathname}${u.search}`,
-      method: 'GET',
-      headers: { 'user-agent': USER_AGENT, ...(sameOrigin ? auth : {}) },
-      signal,
-      headersTimeout: backend.timeoutMs,
-      bodyTimeout: backend.timeoutMs,
-    });
-  } catch (err) {
-    throw toProviderError(err, signal);
+    u = new URL(url, base);
+  } catch {
+    // not a URL: the same answer as a scheme we do not fetch
   }
-  if (resp.statusCode !== 200) {
-    await resp.body.dump().catch(() => {});
-    const retryable = resp.statusCode === 429 || resp.statusCode >= 500;
-    throw new ProviderError(retryable, 'result_unavailable', `the upstream's result file answered ${resp.statusCode}`, { status: resp.statusCode });
-  }
-  const type = header(resp.headers['content-type']);
-  return { body: resp.body, ...(type ? { contentType: type } : {}) };
+  if (u?.protocol !== 'http:' && u?.protocol !== 'https:')
+    throw new ProviderError(false, 'upstream_invalid_response', 'the upstream gave a result URL that is not http(s)');
+  return u;
 }

@@ -1,8 +1,5 @@
-import type { Readable } from 'node:stream';
-import { USER_AGENT } from '../headers.js';
-import { targetOf } from '../http.js';
-import { ProviderError, type ProviderContext, type ProviderOutcome, type ProviderOutput, type TaskProvider, type VideoJob } from '../task-provider.js';
-import { callProvider, header, toProviderError, type ProviderResponse } from '../task-http.js';
+import type { ProviderContext, ProviderOutcome, ProviderOutput, TaskProvider, VideoJob } from '../task-provider.js';
+import { callProvider, openUrl, type ProviderResponse } from '../task-http.js';
 import { authOf, dialectOf, googleError, inline, modelPath, versionPrefix } from './endpoint.js';
 
 /**
@@ -56,7 +53,8 @@ export const veo: TaskProvider<VideoJob> = {
     return outcomeOf(r, name);
   },
 
-  open: (output, ctx) => openFollowing(ctx, output.url),
+  // A Gemini file URI wants the key on the API's own origin, then redirects to the bytes' storage host.
+  open: async (output, ctx) => openUrl(ctx, output.url, ctx.signal, await authOf(ctx)),
 };
 
 /** Operation names as both APIs give them: path segments of word characters, dots and dashes. */
@@ -138,47 +136,4 @@ function outcomeOf(r: ProviderResponse, name: string): ProviderOutcome {
   if ((res.videos ?? []).some((v) => v.gcsUri))
     return { state: 'failed', code: 'upstream_invalid_response', message: 'the upstream wrote the video to Cloud Storage; leave storageUri unset' };
   return { state: 'failed', code: 'no_output', message: 'the upstream operation finished without a video' };
-}
-
-const MAX_REDIRECTS = 5;
-
-/**
- * GET of a Gemini file URI: with the key on the API's own origin, then following redirects (to
- * the storage host that serves the bytes) without it.
- */
-async function openFollowing(ctx: ProviderContext, url: string): Promise<{ body: Readable; contentType?: string }> {
-  const origin = targetOf(ctx.backend).origin;
-  let u = new URL(url);
-  for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
-    if (u.protocol !== 'http:' && u.protocol !== 'https:')
-      throw new ProviderError(false, 'upstream_invalid_response', 'the upstream gave a result URL that is not http(s)');
-    let resp;
-    try {
-      resp = await ctx.dispatcher.request({
-        origin: u.origin,
-        path: `${u.pathname}${u.search}`,
-        method: 'GET',
-        headers: { 'user-agent': USER_AGENT, ...(u.origin === origin ? await authOf(ctx) : {}) },
-        signal: ctx.signal,
-        headersTimeout: ctx.backend.timeoutMs,
-        bodyTimeout: ctx.backend.timeoutMs,
-      });
-    } catch (err) {
-      throw toProviderError(err, ctx.signal);
-    }
-    const location = header(resp.headers.location);
-    if (resp.statusCode >= 300 && resp.statusCode < 400 && location) {
-      await resp.body.dump().catch(() => {});
-      u = new URL(location, u);
-      continue;
-    }
-    if (resp.statusCode !== 200) {
-      await resp.body.dump().catch(() => {});
-      const retryable = resp.statusCode === 429 || resp.statusCode >= 500;
-      throw new ProviderError(retryable, 'result_unavailable', `the upstream's result file answered ${resp.statusCode}`, { status: resp.statusCode });
-    }
-    const type = header(resp.headers['content-type']);
-    return { body: resp.body, ...(type ? { contentType: type } : {}) };
-  }
-  throw new ProviderError(false, 'result_unavailable', `the upstream's result file redirected more than ${MAX_REDIRECTS} times`);
 }
