@@ -10,11 +10,14 @@ import { spoolToFile } from './storage/spool.js';
 import { extensionOf, ResultTooLargeError, sniff } from './storage/types.js';
 
 const MEDIA_TIMEOUT_MS = 60_000;
+/** Redirects a download follows (a short link, a moved image, a storage host). */
+const MAX_REDIRECTS = 5;
 
 /**
  * Downloads of media URLs a client gave (edit inputs, masks) into temporary files, through the
- * URL guard: the address connected to is checked after DNS resolution. A refused, missing or
- * oversized input fails the task (not retryable); a host that is down or answers 5xx is retried.
+ * URL guard: the address connected to is checked after DNS resolution, on every redirect
+ * followed. A refused, missing or oversized input fails the task (not retryable); a host that is
+ * down or answers 5xx is retried.
  */
 export class MediaFetcher {
   private readonly agent: Agent;
@@ -31,27 +34,35 @@ export class MediaFetcher {
   async fetch(raw: string, field: string, signal: AbortSignal): Promise<LocalMedia> {
     const fail = (retryable: boolean, what: string) => new ProviderError(retryable, retryable ? 'media_unavailable' : 'invalid_media', `${field}: ${what}`);
     let url: URL;
-    try {
-      url = assertUrlAllowed(raw, this.policy);
-    } catch (err) {
-      throw fail(false, (err as Error).message);
-    }
     let resp;
-    try {
-      resp = await this.agent.request({
-        origin: url.origin,
-        path: `${url.pathname}${url.search}`,
-        method: 'GET',
-        headers: { 'user-agent': USER_AGENT },
-        signal,
-        headersTimeout: MEDIA_TIMEOUT_MS,
-        bodyTimeout: MEDIA_TIMEOUT_MS,
-      });
-    } catch (err) {
-      if (signal.aborted) throw err;
-      const refused = refusedCause(err);
-      if (refused) throw fail(false, refused.message);
-      throw fail(true, `could not be downloaded: ${(err as Error).message}`);
+    let next = raw;
+    for (let hop = 0; ; hop++) {
+      try {
+        // Each hop is checked as the first was: a public URL may not redirect to a private one.
+        url = assertUrlAllowed(next, this.policy);
+      } catch (err) {
+        throw fail(false, `${(err as Error).message}${hop ? ` (after ${hop} redirect${hop > 1 ? 's' : ''})` : ''}`);
+      }
+      try {
+        resp = await this.agent.request({
+          origin: url.origin,
+          path: `${url.pathname}${url.search}`,
+          method: 'GET',
+          headers: { 'user-agent': USER_AGENT },
+          signal,
+          headersTimeout: MEDIA_TIMEOUT_MS,
+          bodyTimeout: MEDIA_TIMEOUT_MS,
+        });
+      } catch (err) {
+        if (signal.aborted) throw err;
+        const refused = refusedCause(err);
+        if (refused) throw fail(false, refused.message);
+        throw fail(true, `could not be downloaded: ${(err as Error).message}`);
+      }
+      if (resp.statusCode < 300 || resp.statusCode >= 400 || resp.headers.location === undefined) break;
+      await resp.body.dump().catch(() => {});
+      if (hop === MAX_REDIRECTS) throw fail(false, `redirected more than ${MAX_REDIRECTS} times`);
+      next = redirectTarget(resp.headers.location, url);
     }
     if (resp.statusCode !== 200) {
       await resp.body.dump().catch(() => {});
@@ -89,6 +100,16 @@ export class MediaFetcher {
   async close(): Promise<void> {
     await this.agent.close();
     await rm(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** A Location, resolved against the URL that answered it; one that is no URL is left as it is, for the guard to refuse. */
+function redirectTarget(location: string | string[], from: URL): string {
+  const l = Array.isArray(location) ? (location[0] ?? '') : location;
+  try {
+    return new URL(l, from).href;
+  } catch {
+    return l;
   }
 }
 
