@@ -1,4 +1,5 @@
 import type { UpstreamResponse } from './response.js';
+import { retryAfterMs } from './retry-after.js';
 import { cooldownMs, orderBackends, type Cooldowns } from './select.js';
 import type { CompiledBackend } from './types.js';
 
@@ -7,7 +8,8 @@ export interface AttemptFailure {
   kind: 'unavailable' | 'timeout' | 'status' | 'aborted';
   /** The upstream's status, for kind 'status' (429, 5xx). */
   status?: number;
-  retryAfter?: string;
+  /** The upstream's retry-after, for kind 'status' (retry-after.ts). */
+  retryAfterMs?: number;
   /** What to tell a log; never a credential. */
   detail?: string;
 }
@@ -41,7 +43,7 @@ export async function failover<T, P>(
     if ('answered' in r) return { answered: r.answered, backend };
     last = r.failed;
     if (last.kind === 'aborted') break;
-    cooldowns.coolDown(backend, cooldownMs(last.kind, last.status, last.retryAfter));
+    cooldowns.coolDown(backend, cooldownMs(last.kind, last.status, last.retryAfterMs));
   }
   return { failed: last };
 }
@@ -54,8 +56,7 @@ export async function failover<T, P>(
 export async function retryableFailure(resp: UpstreamResponse, isLast: boolean): Promise<AttemptFailure | undefined> {
   const status = resp.statusCode;
   if (isLast || !(status === 429 || status >= 500)) return undefined;
-  const h = resp.headers['retry-after'];
-  const retryAfter = Array.isArray(h) ? h[0] : h;
+  const after = retryAfterMs(resp.headers);
   await resp.body.dump().catch(() => {});
-  return { kind: 'status', status, ...(retryAfter ? { retryAfter } : {}) };
+  return { kind: 'status', status, ...(after !== undefined ? { retryAfterMs: after } : {}) };
 }

@@ -33,12 +33,9 @@ export class Cooldowns {
 }
 
 /** Cooldown after a failure: retry-after for 429 (1-60 s), 10 s for connect errors and timeouts, 5 s for 5xx. */
-export function cooldownMs(kind: 'unavailable' | 'timeout' | 'status', status?: number, retryAfter?: string): number {
+export function cooldownMs(kind: 'unavailable' | 'timeout' | 'status', status?: number, retryAfterMs?: number): number {
   if (kind !== 'status') return 10_000;
-  if (status === 429) {
-    const s = Number(retryAfter);
-    return Number.isFinite(s) && s > 0 ? Math.min(60, Math.max(1, s)) * 1000 : 5_000;
-  }
+  if (status === 429) return retryAfterMs !== undefined ? Math.min(60_000, Math.max(1_000, retryAfterMs)) : 5_000;
   return 5_000;
 }
 

@@ -1,6 +1,7 @@
 import type { Readable } from 'node:stream';
 import { classify, targetOf } from './http.js';
 import { USER_AGENT } from './headers.js';
+import { retryAfterMs } from './retry-after.js';
 import { ProviderError, type ProviderContext } from './task-provider.js';
 
 /** What an HTTP call of a task provider needs of its context: the backend and the gateway's agent. */
@@ -88,11 +89,11 @@ export function blockedCode(...signals: (string | undefined)[]): 'content_blocke
  */
 export function statusError(r: ProviderResponse, message: string | undefined, code: string | undefined): ProviderError {
   const retryable = r.status === 429 || r.status >= 500;
-  const after = Number(header(r.headers['retry-after']));
+  const after = retryAfterMs(r.headers);
   const own = r.status === 429 ? 'rate_limited' : retryable ? 'upstream_error' : (blockedCode(code) ?? code ?? 'upstream_rejected');
   return new ProviderError(retryable, own, `the upstream answered ${r.status}${code && code !== own ? ` (${code})` : ''}${message ? `: ${message}` : ''}`, {
     status: r.status,
-    ...(Number.isFinite(after) && after > 0 ? { retryAfterMs: after * 1000 } : {}),
+    ...(after !== undefined ? { retryAfterMs: after } : {}),
   });
 }
 
