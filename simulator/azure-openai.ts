@@ -11,7 +11,8 @@ import { sendJson } from './sim-stream.js';
  *   POST /openai/v1/chat/completions, /openai/v1/responses     (the v1 API: no api-version)
  * An `api-key` header or an `Authorization: Bearer` token is required (401 otherwise); a
  * deployment path without api-version is Azure's 404. The deployment is the model. Streams
- * open with Azure's content-filter chunk (empty choices, prompt_filter_results), as Azure's do.
+ * open with Azure's content-filter chunk (empty choices, prompt_filter_results), as Azure's do;
+ * a 429 carries `retry-after-ms` beside `retry-after`.
  */
 
 function azureError(r: SimRequest, status: number, code: string, message: string): void {
@@ -56,11 +57,22 @@ function withFilterChunk(r: SimRequest): void {
   }) as typeof res.write;
 }
 
+/** Azure's 429s say how long to wait to the millisecond too (`retry-after-ms`), beside `retry-after`. */
+function withRetryAfterMs(r: SimRequest): void {
+  const res = r.res;
+  const writeHead = res.writeHead.bind(res) as (status: number, ...rest: unknown[]) => typeof res;
+  res.writeHead = (status: number, ...rest: unknown[]) => {
+    if (status === 429) res.setHeader('retry-after-ms', '7000');
+    return writeHead(status, ...rest);
+  };
+}
+
 async function deployment(r: SimRequest): Promise<void> {
   if (!authorized(r)) return;
   if (!r.query.get('api-version')) return azureError(r, 404, '404', 'Resource not found');
   if (r.json) r.json.model = r.params.deployment;
   withFilterChunk(r);
+  withRetryAfterMs(r);
   await chat(r);
 }
 
@@ -68,6 +80,7 @@ async function versioned(r: SimRequest, handler: (r: SimRequest) => Promise<void
   if (!authorized(r)) return;
   if (needsVersion && !r.query.get('api-version')) return azureError(r, 400, 'BadRequest', 'Missing required query parameter: api-version');
   if (handler === chat) withFilterChunk(r);
+  withRetryAfterMs(r);
   await handler(r);
 }
 

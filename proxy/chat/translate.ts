@@ -83,16 +83,16 @@ export async function translatedAttempt(
   if (status >= 400) {
     const retry = await retryableFailure(resp, isLast);
     if (retry) return { failed: retry };
-    const retryAfter = header(resp.headers['retry-after']);
-    // The upstream's refusal in the client's shape, its status kept (retry-after too).
+    // The upstream's refusal in the client's shape, its status kept, and how long it asked to
+    // wait: both SDKs read retry-after-ms before retry-after.
+    const wait: OutgoingHttpHeaders = {};
+    for (const name of ['retry-after', 'retry-after-ms']) {
+      const v = header(resp.headers[name]);
+      if (v) wait[name] = v;
+    }
     const e = codec.error(await resp.body.json().catch(() => undefined));
     const bytes = Buffer.from(JSON.stringify(t.client.error(status, e.message)));
-    await exchange.answer(
-      status,
-      'upstream_error',
-      { 'content-type': 'application/json', ...(retryAfter ? { 'retry-after': retryAfter } : {}), ...extra },
-      bytes,
-    );
+    await exchange.answer(status, 'upstream_error', { 'content-type': 'application/json', ...wait, ...extra }, bytes);
     return { answered: true };
   }
   const contentType = header(resp.headers['content-type']) ?? '';

@@ -89,10 +89,11 @@ describe('passthrough', () => {
     expect(up2.headers['api-key']).toBeUndefined();
   });
 
-  it('an upstream error passes through unchanged: a 429 with retry-after', async () => {
+  it('an upstream error passes through unchanged: a 429 with retry-after and retry-after-ms', async () => {
     const err = await p.openai.chat.completions.create({ model: 'az-gpt', messages: [{ role: 'user', content: '[sim:429]' }] }).catch((e: unknown) => e);
     expect(err).toMatchObject({ status: 429 });
-    expect((err as { headers: Headers }).headers.get('retry-after')).toBeTruthy();
+    const headers = (err as { headers: Headers }).headers;
+    expect([headers.get('retry-after'), headers.get('retry-after-ms')]).toEqual(['7', '7000']);
   });
 });
 
@@ -112,5 +113,14 @@ describe('translated (@anthropic-ai/sdk)', () => {
     expect(msg.usage.input_tokens).toBe(Number(rec.input_tokens));
     expect(msg.usage.output_tokens).toBe(Number(rec.output_tokens));
     expect(BigInt(rec.credits as string)).toBe(priceOf(rec));
+  });
+
+  it("Azure's 429 in the Messages shape keeps how long to wait, to the millisecond too (both SDKs read retry-after-ms first)", async () => {
+    const err = await p.anthropic.messages
+      .create({ model: 'az-gpt', max_tokens: 64, messages: [{ role: 'user', content: '[sim:429]' }] })
+      .catch((e: unknown) => e);
+    expect(err).toMatchObject({ status: 429, error: { type: 'error', error: { type: 'rate_limit_error' } } });
+    const headers = (err as { headers: Headers }).headers;
+    expect([headers.get('retry-after'), headers.get('retry-after-ms')]).toEqual(['7', '7000']);
   });
 });
