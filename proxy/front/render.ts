@@ -59,6 +59,13 @@ const TYPES: Record<ErrorCode, { openai: string; anthropic: string }> = {
   internal_error: { openai: 'api_error', anthropic: 'api_error' },
 };
 
+/**
+ * Answers whose status the official OpenAI and Anthropic SDKs retry (409, 5xx) though the same
+ * request cannot succeed: they are told not to (`x-should-retry: false`, which both obey), so a
+ * client (Claude Code retries up to ten times) gets the error at once, not after its backoff.
+ */
+const FINAL: ReadonlySet<ErrorCode> = new Set(['conflict', 'not_implemented']);
+
 /** The HTTP status of a domain error: decided here, at the edge, and nowhere else. */
 export function httpStatus(err: GatewayError): number {
   return err.opts.upstreamStatus ?? STATUS[err.code];
@@ -85,6 +92,7 @@ export function sendError(res: ServerResponse, err: GatewayError, shape: ErrorSh
   };
   if (requestId) headers['x-request-id'] = requestId;
   if (err.opts.retryAfterSeconds !== undefined) headers['retry-after'] = String(err.opts.retryAfterSeconds);
+  if (FINAL.has(err.code)) headers['x-should-retry'] = 'false';
   res.writeHead(httpStatus(err), headers);
   res.end(body);
 }

@@ -1,9 +1,10 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import OpenAI from 'openai';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { accountState, verifyLedger } from '../../proxy/billing/ledger.js';
 import type { Store } from '../../proxy/store/index.js';
 import { storeCases } from '../support/stores.js';
-import { C, client, OTHER_KEY, startReceiver, startTasksGateway, useTasksStack, waitUntil, type Received } from './support.js';
+import { C, client, KEY, OTHER_KEY, startReceiver, startTasksGateway, useTasksStack, waitUntil, type Received } from './support.js';
 
 const SECRET = 'whsec-test-секрет'; // non-ASCII on purpose: the HMAC key is the UTF-8 bytes
 
@@ -132,8 +133,14 @@ for (const sc of storeCases()) {
         await waitUntil(() => rx.received.length === 1, 10_000, 'the webhook');
         expect(verified(rx.received[0]!)).toBe(true);
         expect(JSON.parse(rx.received[0]!.body.toString())).toEqual({ id: sub.json.id, status: 'failed', error: done.error });
-        // A later cancel cannot end it a second time.
-        expect((await c.cancel(sub.json.id)).status).toBe(409);
+        // A later cancel cannot end it a second time, and says it is no use retrying: the
+        // official SDK, which retries a 409 twice by default, asks once.
+        const again = await c.cancel(sub.json.id);
+        expect([again.status, again.headers.get('x-should-retry')]).toEqual([409, 'false']);
+        let asked = 0;
+        const sdk = new OpenAI({ baseURL: `${t.gw.url}/v1`, apiKey: KEY, fetch: (url, init) => (asked++, fetch(url, init)) });
+        await expect(sdk.post(`/images/generations/${sub.json.id}/cancel`)).rejects.toMatchObject({ status: 409 });
+        expect(asked).toBe(1);
         expect(await ledgerKinds(t.store, sub.json.id)).toEqual(['hold', 'refund']);
         expect(await accountState(t.store, 'acct')).toEqual(before);
         expect(rx.received).toHaveLength(1);
