@@ -62,7 +62,7 @@ const TYPES: Record<ErrorCode, { openai: string; anthropic: string }> = {
 /**
  * Answers whose status the official OpenAI and Anthropic SDKs retry (409, 5xx) though the same
  * request cannot succeed: they are told not to (`x-should-retry: false`, which both obey), so a
- * client (Claude Code retries up to ten times) gets the error at once, not after its backoff.
+ * client gets the error at once, not after its backoff.
  */
 const FINAL: ReadonlySet<ErrorCode> = new Set(['conflict', 'not_implemented']);
 
