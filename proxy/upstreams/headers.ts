@@ -62,3 +62,8 @@ export function responseHeaders(upstream: Record<string, string | string[] | und
   }
   return out;
 }
+
+/** A response header's value as one string: the first, when it came more than once. */
+export function header(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v[0] : v;
+}

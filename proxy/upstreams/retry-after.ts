@@ -1,3 +1,5 @@
+import { header } from './headers.js';
+
 /**
  * How long an upstream asks to be left alone, in ms, read as the official OpenAI SDKs read it:
  * `retry-after-ms` first (OpenAI's and Azure's, to the millisecond), then `retry-after` as
@@ -6,9 +8,9 @@
  * upstream's clock, compared with ours.
  */
 export function retryAfterMs(headers: Record<string, string | string[] | undefined>, now = Date.now()): number | undefined {
-  const ms = Number(first(headers['retry-after-ms']));
+  const ms = Number(header(headers['retry-after-ms']));
   if (Number.isFinite(ms) && ms > 0) return ms;
-  const v = first(headers['retry-after'])?.trim();
+  const v = header(headers['retry-after'])?.trim();
   if (!v) return undefined;
   if (/^\d+(\.\d+)?$/.test(v)) {
     const s = Number(v);
@@ -16,8 +18,4 @@ export function retryAfterMs(headers: Record<string, string | string[] | undefin
   }
   const at = Date.parse(v);
   return Number.isFinite(at) && at > now ? at - now : undefined;
-}
-
-function first(v: string | string[] | undefined): string | undefined {
-  return Array.isArray(v) ? v[0] : v;
 }

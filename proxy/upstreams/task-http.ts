@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import { classify, targetOf } from './http.js';
-import { USER_AGENT } from './headers.js';
+import { header, USER_AGENT } from './headers.js';
 import { retryAfterMs } from './retry-after.js';
 import { ProviderError, type ProviderContext } from './task-provider.js';
 
@@ -95,10 +95,6 @@ export function statusError(r: ProviderResponse, message: string | undefined, co
     status: r.status,
     ...(after !== undefined ? { retryAfterMs: after } : {}),
   });
-}
-
-export function header(v: string | string[] | undefined): string | undefined {
-  return Array.isArray(v) ? v[0] : v;
 }
 
 /** Redirects a result file's GET follows (a storage host, a CDN) before it gives up. */
