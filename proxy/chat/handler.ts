@@ -11,6 +11,7 @@ import {
   chatCodecFor,
   chatProvider,
   failover,
+  header,
   responseHeaders,
   retryableFailure,
   speaks,
@@ -363,10 +364,6 @@ function usageMember(bytes: Buffer): { usage: unknown } | undefined {
 
 function concat(bufs: Buffer[]): Buffer | undefined {
   return bufs.length === 0 ? undefined : bufs.length === 1 ? bufs[0] : Buffer.concat(bufs);
-}
-
-function header(v: string | string[] | undefined): string | undefined {
-  return Array.isArray(v) ? v[0] : v;
 }
 
 /** Keeps a translated Responses answer with the turns before it, under the id its client saw. */

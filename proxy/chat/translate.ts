@@ -9,6 +9,7 @@ import {
   callUpstream,
   commonHeaders,
   credentialOf,
+  header,
   retryableFailure,
   upstreamBody,
   type Attempt,
@@ -51,8 +52,6 @@ async function keepAnswer(ctx: RequestContext, t: Translation, answer: IrPart[],
     ctx.log.warn('could not keep the translated response for previous_response_id', { error: (err as Error).message });
   }
 }
-
-const header = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);
 
 /**
  * One attempt on a backend that does not speak the client's protocol: the IR encoded for it, its

@@ -4,7 +4,7 @@ export { credentialOf } from './credentials.js';
 export { OnceBody, upstreamBody, type UpstreamBody } from './body.js';
 export { callUpstream, classify, createUpstreamAgent, UpstreamError } from './http.js';
 export type { UpstreamResponse } from './response.js';
-export { clientHeader, commonHeaders, responseHeaders, USER_AGENT } from './headers.js';
+export { clientHeader, commonHeaders, header, responseHeaders, USER_AGENT } from './headers.js';
 export { Cooldowns, cooldownMs, orderBackends } from './select.js';
 export { failover, retryableFailure, type Attempt, type AttemptFailure, type FailoverResult } from './failover.js';
 export type { Operation, Provider } from './types.js';
