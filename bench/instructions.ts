@@ -153,7 +153,8 @@ async function measure(t: Target, mode: 'json' | 'stream', simUrl: string): Prom
     // natively (--trace-gc, 20,000 requests at 1 and at 50 connections) it grows to its largest
     // and scavenges every ~600.
     '--min-semi-space-size=16',
-    ...(keep ? ['--perf-basic-prof'] : []),
+    // --perf-basic-prof also writes V8's code log, by default as isolate-*-v8.log in the working directory.
+    ...(keep ? ['--perf-basic-prof', '--no-logfile-per-isolate', `--logfile=${join(dir, 'v8.log')}`] : []),
     ...(process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean),
     compiledServers(),
   ];
