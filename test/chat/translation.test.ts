@@ -88,6 +88,12 @@ describe('openai SDK (Chat Completions) against a Messages-only model', () => {
     expect(c.usage!.completion_tokens).toBe(s.usage!.outputTokens);
   });
 
+  it("a temperature over Anthropic's 1 is sent as 1 (the OpenAI protocols take up to 2)", async () => {
+    const id = rid('t-cc-temp');
+    await openai.chat.completions.create({ model: 'claude-only', messages: [{ role: 'user', content: 'hi' }], temperature: 1.5 }, withRequestId(id));
+    expect(JSON.parse(upstreamOf(stack.sim, id).body.toString())).toMatchObject({ temperature: 1 });
+  });
+
   it('a hint the backend cannot take is dropped and named in x-tollgate-dropped-fields; one that changes the answer is a 400 naming it', async () => {
     const { response } = await openai.chat.completions
       .create({ model: 'claude-only', messages: [{ role: 'user', content: 'hi' }], seed: 1, store: true })
@@ -301,6 +307,17 @@ describe('openai SDK (Responses, as Codex speaks it) against a Messages-only mod
     expect(types).toContain('response.reasoning_summary_text.delta'); // reasoning asked for, and the upstream thought
     expect(types.at(-1)).toBe('response.completed');
     expect((events.at(-1)!.data as unknown as { response: { usage: { output_tokens: number } } }).response.usage.output_tokens).toBeGreaterThan(0);
+  });
+
+  it("medium effort with no cap of the client's own (as Codex asks) thinks within the model's cap, and the answer carries the reasoning", async () => {
+    const id = rid('t-resp-effort');
+    const r = await openai.responses.create(
+      { model: 'claude-only', input: 'Tell me a story', reasoning: { effort: 'medium', summary: 'auto' } },
+      withRequestId(id),
+    );
+    // medium is 8,192 thinking tokens: over the route's 4,096, so the budget is the cap less one
+    expect(JSON.parse(upstreamOf(stack.sim, id).body.toString())).toMatchObject({ max_tokens: 4096, thinking: { type: 'enabled', budget_tokens: 4095 } });
+    expect(r.output.map((o) => o.type)).toEqual(['reasoning', 'message']);
   });
 
   it("a function tool loop and a custom (freeform) tool, as Codex's apply_patch: calls as function_call / custom_tool_call items", async () => {

@@ -2,14 +2,13 @@ import { emptyUsage, finishFrom, type IrFinish, type IrPart, type IrRequest, typ
 import { eventObject, isObj, str, type Json } from '../../ir/json.js';
 import type { Usage } from '../../ir/usage.js';
 import { usageFromMessages } from '../../ir/wire-usage.js';
+import { claudeThinking } from '../thinking.js';
 import { instructionsWithFormat, pushTurn } from '../turns.js';
 
 /**
  * An upstream that speaks Anthropic Messages, reached through the IR (the openai SDK or Codex on
  * a Claude model): the request encoded for it, its answer (JSON or SSE) decoded.
  */
-
-const BUDGET: Record<string, number> = { minimal: 1024, low: 2048, medium: 8192, high: 24576 };
 
 function argsObject(args: string): unknown {
   try {
@@ -66,8 +65,7 @@ export function encodeMessagesRequest(ir: IrRequest, model: string, maxTokens: n
     );
   }
   const system = instructionsWithFormat(ir);
-  const budget = ir.reasoning ? (ir.reasoning.budgetTokens ?? BUDGET[ir.reasoning.effort ?? 'medium']!) : undefined;
-  const thinking = budget !== undefined && budget >= 1024 && budget < maxTokens ? { type: 'enabled', budget_tokens: budget } : undefined;
+  const thinking = claudeThinking(ir.reasoning, maxTokens);
   const tc = ir.toolChoice;
   const noParallel = ir.parallelToolCalls === false ? { disable_parallel_tool_use: true } : {};
   return {
@@ -99,8 +97,10 @@ export function encodeMessagesRequest(ir: IrRequest, model: string, maxTokens: n
       : ir.tools.length && ir.parallelToolCalls === false
         ? { tool_choice: { type: 'auto', disable_parallel_tool_use: true } }
         : {}),
-    // With thinking on, Anthropic takes no temperature other than 1.
-    ...(ir.temperature !== undefined && !thinking ? { temperature: ir.temperature } : {}),
+    // With thinking on, Anthropic takes no temperature other than 1; otherwise 0-1, where the
+    // OpenAI protocols take 0-2 (a temperature over 1 asks for more randomness than the default,
+    // and 1 is Anthropic's most).
+    ...(ir.temperature !== undefined && !thinking ? { temperature: Math.min(ir.temperature, 1) } : {}),
     ...(ir.topP !== undefined && !thinking ? { top_p: ir.topP } : {}),
     ...(ir.stop?.length ? { stop_sequences: ir.stop } : {}),
     ...(thinking ? { thinking } : {}),

@@ -1,6 +1,7 @@
 import { TranslationError, type IrPart, type IrRequest } from '../../ir/chat.js';
 import { badRequest } from '../../../kernel/errors.js';
 import { isObj, type Json } from '../../ir/json.js';
+import { claudeThinking } from '../thinking.js';
 import { instructionsWithFormat, pushTurn } from '../turns.js';
 
 /**
@@ -10,7 +11,6 @@ import { instructionsWithFormat, pushTurn } from '../turns.js';
  * Claude models through additionalModelRequestFields, as Bedrock documents.
  */
 
-const BUDGET: Record<string, number> = { minimal: 1024, low: 2048, medium: 8192, high: 24576 };
 const FORMATS: Record<string, string> = { 'image/png': 'png', 'image/jpeg': 'jpeg', 'image/jpg': 'jpeg', 'image/gif': 'gif', 'image/webp': 'webp' };
 
 function image(p: Extract<IrPart, { type: 'image' }>): Json {
@@ -113,14 +113,14 @@ export function encodeConverseRequest(ir: IrRequest, model: string, cap: number)
     );
   }
   const system = instructionsWithFormat(ir);
-  const budget = ir.reasoning && isClaude(model) ? (ir.reasoning.budgetTokens ?? BUDGET[ir.reasoning.effort ?? 'medium']!) : undefined;
-  const thinking = budget !== undefined && budget >= 1024 && budget < cap ? { type: 'enabled', budget_tokens: budget } : undefined;
+  const thinking = isClaude(model) ? claudeThinking(ir.reasoning, cap) : undefined;
   const tc = ir.toolChoice;
   const toolChoice = tc?.type === 'tool' ? { tool: { name: tc.name } } : tc?.type === 'required' ? { any: {} } : tc?.type === 'auto' ? { auto: {} } : undefined;
   const inferenceConfig: Json = {
     maxTokens: cap,
     // With thinking on, Claude takes no temperature other than 1.
-    ...(ir.temperature !== undefined && !thinking ? { temperature: ir.temperature } : {}),
+    // Claude on Bedrock takes 0-1, as on Anthropic; the OpenAI protocols send up to 2.
+    ...(ir.temperature !== undefined && !thinking ? { temperature: isClaude(model) ? Math.min(ir.temperature, 1) : ir.temperature } : {}),
     ...(ir.topP !== undefined && !thinking ? { topP: ir.topP } : {}),
     ...(ir.stop?.length ? { stopSequences: ir.stop } : {}),
   };
