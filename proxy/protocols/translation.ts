@@ -38,11 +38,7 @@ const openaiError = (status: number, message: string) => ({ error: { message, ty
 
 const CODECS: Record<ChatProtocol, ClientChatCodec> = {
   'chat-completions': {
-    decode: (body) => {
-      const includeUsage =
-        typeof body.stream_options === 'object' && body.stream_options !== null && (body.stream_options as Record<string, unknown>).include_usage === true;
-      return { ...decodeChatRequest(body), encode: encodeChatResponse, streamEncoder: (model) => new ChatStreamEncoder(model, includeUsage) };
-    },
+    decode: (body) => ({ ...decodeChatRequest(body), encode: encodeChatResponse, streamEncoder: (model) => new ChatStreamEncoder(model) }),
     error: openaiError,
   },
   messages: {

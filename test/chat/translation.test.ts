@@ -103,13 +103,13 @@ describe('openai SDK (Chat Completions) against a Messages-only model', () => {
     expect(err).toMatchObject({ status: 400, param: 'n' });
   });
 
-  it('SSE: deltas in order, the usage chunk, [DONE]; charged on the reported usage', async () => {
+  it('SSE: deltas in order, the usage chunk (not asked for: the contract has the last content frame carry usage, as passthrough does), [DONE]; charged on the reported usage', async () => {
     const id = rid('t-cc-sse');
     let text = '';
     let usage: OpenAI.CompletionUsage | undefined;
     let finish: string | null | undefined;
     const stream = await openai.chat.completions.create(
-      { model: 'claude-only', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'Tell me a story' }] },
+      { model: 'claude-only', stream: true, messages: [{ role: 'user', content: 'Tell me a story' }] },
       withRequestId(id),
     );
     for await (const chunk of stream) {

@@ -239,8 +239,10 @@ export function encodeChatResponse(r: IrResponse, model: string): Json {
 
 /**
  * IR stream parts to Chat Completions chunks. Tool calls are numbered in the order they start
- * (the `index` of tool_calls deltas); the finish chunk, the usage chunk (when the client asked
- * for it, or always: the gateway charges on it) and [DONE] come from finish().
+ * (the `index` of tool_calls deltas); the finish chunk, the usage chunk and [DONE] come from
+ * finish(). The usage chunk comes whether or not the client set `stream_options.include_usage`:
+ * the contract has the last content frame carry usage, and a passthrough stream carries it too
+ * (the gateway sets include_usage upstream, to charge on it).
  */
 export class ChatStreamEncoder {
   private id = `chatcmpl-${Date.now().toString(36)}`;
@@ -248,10 +250,7 @@ export class ChatStreamEncoder {
   private started = false;
   private readonly toolIndex = new Map<number, number>();
 
-  constructor(
-    private readonly model: string,
-    private readonly includeUsage: boolean,
-  ) {}
+  constructor(private readonly model: string) {}
 
   private chunk(delta: Json, finish: string | null = null): string {
     return encodeJsonEvent({
@@ -294,16 +293,14 @@ export class ChatStreamEncoder {
 
   private finish(f: IrFinish, usage: Usage): string {
     let out = this.chunk({}, FINISH[f.reason]);
-    if (this.includeUsage) {
-      out += encodeJsonEvent({
-        id: this.id,
-        object: 'chat.completion.chunk',
-        created: this.created,
-        model: this.model,
-        choices: [],
-        usage: chatUsageOf(usage),
-      });
-    }
+    out += encodeJsonEvent({
+      id: this.id,
+      object: 'chat.completion.chunk',
+      created: this.created,
+      model: this.model,
+      choices: [],
+      usage: chatUsageOf(usage),
+    });
     return `${out}data: [DONE]\n\n`;
   }
 }
