@@ -88,4 +88,13 @@ describe('the quickstart video model', () => {
     expect(ok.status).toBe(200);
     expect((await c.until(ok.json.id)).status).toBe('succeeded');
   });
+
+  it('sim-sora offers 4 to 12 s, as the README says: a longer video is a 404 naming the duration, and holds nothing', async () => {
+    const c = videoClient(gw.url, QUICKSTART_KEY);
+    const before = await accountState(store, 'demo');
+    const r = await c.submit({ model: 'sim-sora', prompt: 'qs-too-long', duration: 100 });
+    expect(r.status).toBe(404);
+    expect(r.json.error).toMatchObject({ param: 'duration', message: expect.stringContaining('4 to 12 seconds') });
+    expect(await accountState(store, 'demo')).toEqual(before);
+  });
 });
