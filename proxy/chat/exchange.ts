@@ -26,6 +26,8 @@ export class ChatExchange {
     private readonly charge: ChatCharge,
     /** Input tokens estimated from the request body: the basis when no usage is reported. */
     readonly estimatedInputTokens: number,
+    /** The output tokens the hold was sized for (the cap the upstream was sent, times n): no estimate exceeds it. */
+    private readonly outputCap: number,
     firstUpstreamModel: string,
     /** Told the usage once the charge is settled (the key's tokens-per-minute window). */
     private readonly onSettled: (usage: Usage) => void = () => {},
@@ -52,8 +54,11 @@ export class ChatExchange {
       this.outcome.usageSource = 'reported';
       return;
     }
-    // Reported parts win (e.g. message_start's input tokens); missing parts are estimated.
-    const output = estimateTokens(outputBytes);
+    // Reported parts win (e.g. message_start's input tokens); missing parts are estimated. The
+    // upstream was sent the cap, so it cannot have made more: bytes over 4 a token (short words)
+    // would otherwise charge a client that left near the end more than the whole answer, and
+    // more than its hold.
+    const output = Math.min(estimateTokens(outputBytes), this.outputCap);
     this.outcome.usage = reported
       ? { ...reported, inputTokens: reported.inputTokens || this.estimatedInputTokens, outputTokens: Math.max(reported.outputTokens, output) }
       : { inputTokens: this.estimatedInputTokens, cachedInputTokens: 0, cacheWriteTokens: 0, outputTokens: output, reasoningTokens: 0 };

@@ -158,7 +158,7 @@ async function admit(
           .catch((err: Error) => ctx.log.warn('rate-limit counter failed', { error: err.message }));
       }
     : undefined;
-  const exchange = new ChatExchange(ctx, charge, estimatedInputTokens, entry.model.backends[0]!.model, countTokens);
+  const exchange = new ChatExchange(ctx, charge, estimatedInputTokens, outputCap * info.choices, entry.model.backends[0]!.model, countTokens);
   const drain = key.group.disconnectPolicy === 'drain';
   const translation: Translation | undefined = decoded
     ? {
