@@ -12,6 +12,7 @@ import {
   chatProvider,
   failover,
   header,
+  MIN_UPSTREAM_OUTPUT_CAP,
   responseHeaders,
   retryableFailure,
   speaks,
@@ -134,6 +135,8 @@ async function admit(
     throw badRequest(`n must be at most ${deps.settings.chat.maxChoices} on this gateway (each answer is held for the whole output cap)`, 'n');
   }
   const outputCap = info.maxOutputTokens ?? entry.model.maxOutputTokens;
+  // Held for at least what every wire takes: one that raises the cap (Responses) stays within it.
+  const heldCap = Math.max(outputCap, MIN_UPSTREAM_OUTPUT_CAP) * info.choices;
   const estimatedInputTokens = estimateTokens(raw.length);
   const charge = await deps.billing.holdChat({
     requestId: ctx.requestId,
@@ -146,7 +149,7 @@ async function admit(
     prices: entry.prices,
     // A continued conversation is input too, though it is not in the body.
     estimatedInputTokens: holdInputTokens(raw) + (earlier ? holdInputTokens(Buffer.from(earlier)) : 0),
-    maxOutputTokens: outputCap * info.choices,
+    maxOutputTokens: heldCap,
     ...(key.spendLimitMicro !== undefined ? { spendLimitMicro: key.spendLimitMicro } : {}),
     scope: ctx.scope,
   });
@@ -158,7 +161,7 @@ async function admit(
           .catch((err: Error) => ctx.log.warn('rate-limit counter failed', { error: err.message }));
       }
     : undefined;
-  const exchange = new ChatExchange(ctx, charge, estimatedInputTokens, outputCap * info.choices, entry.model.backends[0]!.model, countTokens);
+  const exchange = new ChatExchange(ctx, charge, estimatedInputTokens, heldCap, entry.model.backends[0]!.model, countTokens);
   const drain = key.group.disconnectPolicy === 'drain';
   const translation: Translation | undefined = decoded
     ? {

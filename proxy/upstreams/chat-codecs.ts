@@ -3,7 +3,7 @@ import type { ChatProtocol } from '../ir/protocol.js';
 import type { Usage } from '../ir/usage.js';
 import { decodeMessagesResponse, encodeMessagesRequest, MessagesStreamDecoder } from './anthropic/messages-codec.js';
 import { ChatStreamDecoder, chatRefusal, decodeChatResponse, encodeChatRequest } from './openai/chat-codec.js';
-import { decodeResponsesResponse, encodeResponsesRequest, ResponsesStreamDecoder, responsesRefusal } from './openai/responses-codec.js';
+import { decodeResponsesResponse, encodeResponsesRequest, MIN_OUTPUT_CAP, ResponsesStreamDecoder, responsesRefusal } from './openai/responses-codec.js';
 import { conversePath } from './bedrock/index.js';
 import { converseRefusal, encodeConverseRequest } from './bedrock/request.js';
 import { converseError, ConverseStreamDecoder, decodeConverseResponse } from './bedrock/response.js';
@@ -14,6 +14,12 @@ import { withoutGeminiReasoning } from './gemini/signature.js';
 import { decodeGeminiResponse, GeminiStreamDecoder, geminiError } from './gemini/response.js';
 import { speaks } from './registry.js';
 import type { CompiledBackend } from './types.js';
+
+/**
+ * The smallest output cap every wire takes: a request is held for at least this many output
+ * tokens, so that a wire that raises a smaller cap to its minimum (Responses) stays within the hold.
+ */
+export const MIN_UPSTREAM_OUTPUT_CAP = MIN_OUTPUT_CAP;
 
 /** An upstream SSE stream, decoded event by event into IR parts. */
 export interface UpstreamStreamDecoder {

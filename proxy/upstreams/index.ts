@@ -8,4 +8,4 @@ export { clientHeader, commonHeaders, header, responseHeaders, USER_AGENT } from
 export { Cooldowns, cooldownMs, orderBackends } from './select.js';
 export { failover, retryableFailure, type Attempt, type AttemptFailure, type FailoverResult } from './failover.js';
 export type { Operation, Provider } from './types.js';
-export { chatCodecFor, type UpstreamChatCodec, type UpstreamStreamDecoder } from './chat-codecs.js';
+export { chatCodecFor, MIN_UPSTREAM_OUTPUT_CAP, type UpstreamChatCodec, type UpstreamStreamDecoder } from './chat-codecs.js';

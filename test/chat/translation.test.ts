@@ -32,6 +32,8 @@ beforeAll(async () => {
       chatRoute('gpt-only', `${sim}/v1`, { backend: { model: 'gpt-sim' } }),
       // An OpenAI-compatible server speaks Chat Completions only: Responses clients reach it translated.
       chatRoute('compat-only', `${sim}/v1`, { backend: { provider: 'openai-compatible', model: 'gpt-sim' } }),
+      // A server whose only chat path is Responses (as a codex model at OpenAI).
+      chatRoute('responses-only', `${sim}/v1`, { backend: { provider: 'openai-compatible', model: 'gpt-sim', paths: { responses: '/responses' } } }),
       {
         ...chatRoute('claude-then-gpt', sim),
         spec: {
@@ -45,7 +47,7 @@ beforeAll(async () => {
       },
       // An OpenAI model whose tokenizer is public: count_tokens counts with it.
       chatRoute('gpt-41', `${sim}/v1`, { backend: { model: 'gpt-4.1-mini' } }),
-      group('g', ['claude-only', 'gpt-only', 'compat-only', 'claude-then-gpt', 'gpt-41']),
+      group('g', ['claude-only', 'gpt-only', 'compat-only', 'responses-only', 'claude-then-gpt', 'gpt-41']),
       apiKey('k', KEY, 'g'),
       apiKey('k2', KEY2, 'g'),
     ],
@@ -244,6 +246,14 @@ describe('@anthropic-ai/sdk (Messages) against a Chat-Completions-only model', (
     });
     expect(next.stop_reason).toBe('end_turn');
     expect(next.content[0]!.type).toBe('text');
+  });
+
+  it("Claude Code's max_tokens: 1 probe to a Responses-only backend goes as 16, Responses' least, and is held for 16", async () => {
+    const id = rid('t-msg-probe');
+    const msg = await anthropic.messages.create({ model: 'responses-only', max_tokens: 1, messages: [{ role: 'user', content: 'quota' }] }, withRequestId(id));
+    expect(msg.type).toBe('message');
+    expect(JSON.parse(upstreamOf(stack.sim, id).body.toString())).toMatchObject({ max_output_tokens: 16 });
+    expect(billing.quotes.get(id)!.maxOutputTokens).toBe(16);
   });
 
   it('fails over across protocols: an unreachable Anthropic backend, then an OpenAI one, translated', async () => {

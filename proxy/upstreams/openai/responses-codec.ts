@@ -9,6 +9,9 @@ import { usageFromResponses } from '../../ir/wire-usage.js';
  * encoded as input items, the answer (JSON or SSE) decoded from output items.
  */
 
+/** The smallest max_output_tokens OpenAI's Responses takes ("integer below minimum value"). */
+export const MIN_OUTPUT_CAP = 16;
+
 function userItem(parts: IrPart[]): Json | undefined {
   const content: Json[] = [];
   for (const p of parts) {
@@ -79,7 +82,8 @@ export function encodeResponsesRequest(ir: IrRequest, model: string, cap: number
       : {}),
     ...(tc && ir.tools.length ? { tool_choice: tc.type === 'tool' ? { type: 'function', name: tc.name } : tc.type } : {}),
     ...(ir.parallelToolCalls !== undefined && ir.tools.length ? { parallel_tool_calls: ir.parallelToolCalls } : {}),
-    max_output_tokens: cap,
+    // OpenAI's Responses takes no cap under 16 (Claude Code probes with max_tokens: 1).
+    max_output_tokens: Math.max(cap, MIN_OUTPUT_CAP),
     ...(ir.temperature !== undefined ? { temperature: ir.temperature } : {}),
     ...(ir.topP !== undefined ? { top_p: ir.topP } : {}),
     ...(ir.reasoning ? { reasoning: { effort: ir.reasoning.effort ?? effortOf(ir.reasoning.budgetTokens), summary: 'auto' } } : {}),
