@@ -2,6 +2,7 @@ import type { IrFieldFate, IrRequest, IrResponse, IrStreamPart } from '../ir/cha
 import type { ChatProtocol } from '../ir/protocol.js';
 import { ChatStreamEncoder, decodeChatRequest, encodeChatResponse } from './chat-completions/codec.js';
 import { decodeMessagesRequest, encodeMessagesResponse, MessagesStreamEncoder } from './messages/codec.js';
+import { errorTypeFor } from './error-types.js';
 import { decodeResponsesRequest, encodeResponsesResponse, responseIdOf, ResponsesStreamEncoder } from './responses/codec.js';
 
 /** A client request decoded for translation, with the encoders of its answer (they may need what the request said). */
@@ -22,19 +23,7 @@ export interface ClientChatCodec {
   error(status: number, message: string): Record<string, unknown>;
 }
 
-/** Error types by status, in each shape: the upstream's own type names another protocol's vocabulary. */
-function typeFor(status: number, anthropic: boolean): string {
-  if (status === 400 || status === 422) return 'invalid_request_error';
-  if (status === 401) return 'authentication_error';
-  if (status === 403) return 'permission_error';
-  if (status === 404) return anthropic ? 'not_found_error' : 'invalid_request_error';
-  if (status === 413) return anthropic ? 'request_too_large' : 'invalid_request_error';
-  if (status === 429) return 'rate_limit_error';
-  if (status === 529) return anthropic ? 'overloaded_error' : 'api_error';
-  return 'api_error';
-}
-
-const openaiError = (status: number, message: string) => ({ error: { message, type: typeFor(status, false), param: null, code: 'upstream_error' } });
+const openaiError = (status: number, message: string) => ({ error: { message, type: errorTypeFor(status, false), param: null, code: 'upstream_error' } });
 
 const CODECS: Record<ChatProtocol, ClientChatCodec> = {
   'chat-completions': {
@@ -43,7 +32,7 @@ const CODECS: Record<ChatProtocol, ClientChatCodec> = {
   },
   messages: {
     decode: (body) => ({ ...decodeMessagesRequest(body), encode: encodeMessagesResponse, streamEncoder: (model) => new MessagesStreamEncoder(model) }),
-    error: (status, message) => ({ type: 'error', error: { type: typeFor(status, true), message } }),
+    error: (status, message) => ({ type: 'error', error: { type: errorTypeFor(status, true), message } }),
   },
   responses: {
     decode: (body) => {

@@ -271,6 +271,15 @@ describe('@anthropic-ai/sdk (Messages) against a Chat-Completions-only model', (
     expect(err).toMatchObject({ status: 500, error: { type: 'error', error: { type: 'api_error' } } });
     expect(billing.settled(id)).toMatchObject({ status: 'upstream_error', usage: null });
   });
+
+  it("an error inside the upstream's stream ends the stream with an error event of Anthropic's own types (OpenAI's server_error is api_error)", async () => {
+    const id = rid('t-m-fail');
+    const stream = anthropic.messages.stream({ model: 'gpt-only', max_tokens: 100, messages: [{ role: 'user', content: '[sim:fail] go' }] }, withRequestId(id));
+    await expect(stream.finalMessage()).rejects.toMatchObject({
+      error: { type: 'error', error: { type: 'api_error', message: expect.stringMatching(/simulated/) } },
+    });
+    expect(billing.settled(id)).toMatchObject({ status: 'upstream_error', usageSource: 'estimated' });
+  });
 });
 
 describe('openai SDK (Responses, as Codex speaks it) against a Messages-only model', () => {

@@ -12,6 +12,8 @@ import {
   type IrTool,
   type IrToolChoice,
 } from '../../ir/chat.js';
+import { errorStatus } from '../../ir/error-status.js';
+import { errorTypeFor } from '../error-types.js';
 import { isObj, str, type Json } from '../../ir/json.js';
 import type { Usage } from '../../ir/usage.js';
 import { chatUsageOf } from '../../ir/wire-usage.js';
@@ -285,7 +287,7 @@ export class ChatStreamEncoder {
       case 'finish':
         return out + this.finish(p.finish, p.usage);
       case 'error':
-        return `${out}${encodeJsonEvent({ error: { message: p.message, type: p.errorType ?? 'api_error', param: null, code: 'upstream_error' } })}`;
+        return `${out}${encodeJsonEvent({ error: { message: p.message, type: errorTypeFor(errorStatus(p.errorType), false), param: null, code: 'upstream_error' } })}`;
       default:
         return out;
     }

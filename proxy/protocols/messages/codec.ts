@@ -12,6 +12,8 @@ import {
   type IrTool,
   type IrToolChoice,
 } from '../../ir/chat.js';
+import { errorStatus } from '../../ir/error-status.js';
+import { errorTypeFor } from '../error-types.js';
 import { isObj, str, type Json } from '../../ir/json.js';
 import type { Usage } from '../../ir/usage.js';
 import { messagesUsageOf } from '../../ir/wire-usage.js';
@@ -334,7 +336,7 @@ export class MessagesStreamEncoder {
       case 'finish':
         return out + this.finish(p.finish, p.usage);
       case 'error':
-        return `${out}${encodeJsonEvent({ type: 'error', error: { type: p.errorType ?? 'api_error', message: p.message } }, 'error')}`;
+        return `${out}${encodeJsonEvent({ type: 'error', error: { type: errorTypeFor(errorStatus(p.errorType), true), message: p.message } }, 'error')}`;
       default:
         return out;
     }

@@ -12,6 +12,7 @@ import {
   type IrTool,
   type IrToolChoice,
 } from '../../ir/chat.js';
+import { errorStatus } from '../../ir/error-status.js';
 import { isObj, str, type Json } from '../../ir/json.js';
 import type { Usage } from '../../ir/usage.js';
 import { encodeJsonEvent } from '../../sse/index.js';
@@ -420,7 +421,10 @@ export class ResponsesStreamEncoder {
       }
       case 'error': {
         out += this.close();
-        const r = { ...envelope(this.id, this.model, 'failed', this.done, undefined, undefined), error: { code: 'server_error', message: p.message } };
+        const r = {
+          ...envelope(this.id, this.model, 'failed', this.done, undefined, undefined),
+          error: { code: errorStatus(p.errorType) === 429 ? 'rate_limit_exceeded' : 'server_error', message: p.message },
+        };
         return out + this.ev('response.failed', { response: r });
       }
       default:
