@@ -108,6 +108,7 @@ async function messages(r: SimRequest): Promise<void> {
     plan.outputTokens = plan.text.length + plan.reasoning.length;
     stopReason = 'max_tokens';
   }
+  if (d.refusal) stopReason = 'refusal';
   const total = inputTokens(body);
   let read = 0;
   let write = 0;

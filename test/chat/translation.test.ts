@@ -339,6 +339,19 @@ describe('openai SDK (Responses, as Codex speaks it) against a Messages-only mod
     expect(r.output.map((o) => o.type)).toEqual(['reasoning', 'message']);
   });
 
+  it("Claude's refusal is an incomplete response for content_filter, streamed and not; Chat Completions clients get finish_reason content_filter", async () => {
+    const input = 'Tell me a story [sim:refusal]';
+    const r = await openai.responses.create({ model: 'claude-only', input });
+    expect(r).toMatchObject({ status: 'incomplete', incomplete_details: { reason: 'content_filter' } });
+    const stream = openai.responses.stream({ model: 'claude-only', input });
+    const types: string[] = [];
+    for await (const e of stream) types.push(e.type);
+    expect(types.at(-1)).toBe('response.incomplete');
+    expect(await stream.finalResponse()).toMatchObject({ status: 'incomplete', incomplete_details: { reason: 'content_filter' } });
+    const c = await openai.chat.completions.create({ model: 'claude-only', messages: [{ role: 'user', content: input }] });
+    expect(c.choices[0]!.finish_reason).toBe('content_filter');
+  });
+
   it("a function tool loop and a custom (freeform) tool, as Codex's apply_patch: calls as function_call / custom_tool_call items", async () => {
     const tools: OpenAI.Responses.Tool[] = [
       { type: 'function', name: 'get_weather', description: 'Weather of a city', parameters: WEATHER.parameters, strict: false },

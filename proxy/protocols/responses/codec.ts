@@ -266,6 +266,11 @@ function callItem(p: { id: string; name: string; arguments: string }, custom: Se
   return { type: 'function_call', id: `fc_${p.id}`, call_id: p.id, name: p.name, arguments: p.arguments, status };
 }
 
+/** An answer cut by its cap or by a content filter is `incomplete` (incomplete_details says which), as OpenAI's. */
+function statusOf(finish: IrFinish): 'completed' | 'incomplete' {
+  return finish.reason === 'length' || finish.reason === 'content_filter' ? 'incomplete' : 'completed';
+}
+
 function envelope(id: string, model: string, status: string, output: Json[], finish: IrFinish | undefined, usage: Usage | undefined): Json {
   return {
     id,
@@ -275,7 +280,8 @@ function envelope(id: string, model: string, status: string, output: Json[], fin
     model,
     output,
     ...(usage ? { usage: usageOf(usage) } : { usage: null }),
-    incomplete_details: finish?.reason === 'length' ? { reason: 'max_output_tokens' } : null,
+    incomplete_details:
+      finish?.reason === 'length' ? { reason: 'max_output_tokens' } : finish?.reason === 'content_filter' ? { reason: 'content_filter' } : null,
     error: null,
   };
 }
@@ -288,7 +294,7 @@ export function encodeResponsesResponse(r: IrResponse, model: string, custom: Se
   const text = r.content.map((p) => (p.type === 'text' ? p.text : '')).join('');
   if (text) output.push({ type: 'message', id: rid('msg'), role: 'assistant', status: 'completed', content: [{ type: 'output_text', text, annotations: [] }] });
   for (const p of r.content) if (p.type === 'tool_call') output.push(callItem(p, custom, 'completed'));
-  return envelope(responseIdOf(r.id), model, r.finish.reason === 'length' ? 'incomplete' : 'completed', output, r.finish, r.usage);
+  return envelope(responseIdOf(r.id), model, statusOf(r.finish), output, r.finish, r.usage);
 }
 
 interface OpenItem {
@@ -415,7 +421,7 @@ export class ResponsesStreamEncoder {
         return out + (this.open?.ir === p.index ? this.close() : '');
       case 'finish': {
         out += this.close();
-        const status = p.finish.reason === 'length' ? 'incomplete' : 'completed';
+        const status = statusOf(p.finish);
         const type = status === 'completed' ? 'response.completed' : 'response.incomplete';
         return out + this.ev(type, { response: envelope(this.id, this.model, status, this.done, p.finish, p.usage) });
       }
