@@ -10,6 +10,8 @@
  *   [sim:slow=MS]   delay the first byte by MS
  *   [sim:pause=MS]  streams: send the head at once, then wait MS before the first event
  *   [sim:tokens=N]  answer with N output words (default: a short sentence)
+ *   [sim:interleave] OpenAI Chat wire: parallel tool calls all open first, then their argument
+ *                   pieces take turns
  *   [sim:refusal]   Anthropic wire: stop the answer with stop_reason "refusal", as Claude's
  *                   classifiers do
  *   [sim:frayed]    stream the way some servers and proxies do: no `event:` lines (the type in the
@@ -28,12 +30,13 @@ export interface Directives {
   tokens?: number;
   frayed: boolean;
   refusal: boolean;
+  interleave: boolean;
 }
 
 const RE = /\[sim:([a-z0-9]+)(?:=(\d+))?\]/g;
 
 export function parseDirectives(text: string): Directives {
-  const d: Directives = { fail: false, cut: false, slowMs: 0, pauseMs: 0, tool: 0, frayed: false, refusal: false };
+  const d: Directives = { fail: false, cut: false, slowMs: 0, pauseMs: 0, tool: 0, frayed: false, refusal: false, interleave: false };
   if (!text.includes('[sim:')) return d;
   for (const m of text.matchAll(RE)) {
     const name = m[1];
@@ -45,6 +48,7 @@ export function parseDirectives(text: string): Directives {
     else if (name === 'tool') d.tool = Math.min(Math.max(n ?? 1, 1), 8);
     else if (name === 'frayed') d.frayed = true;
     else if (name === 'refusal') d.refusal = true;
+    else if (name === 'interleave') d.interleave = true;
     else if (name === 'slow' && n !== undefined) d.slowMs = n;
     else if (name === 'pause' && n !== undefined) d.pauseMs = n;
     else if (name === 'tokens' && n !== undefined) d.tokens = Math.min(n, 100_000);

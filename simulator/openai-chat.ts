@@ -128,12 +128,23 @@ async function chatCompletions(r: SimRequest): Promise<void> {
   const out = new SimStream(r, d, Math.max(1, Math.floor(contentEvents / 2)), error);
   if (calls.length) {
     // As the API streams parallel calls: each call opens with its id and name at its own index,
-    // then its arguments follow in pieces.
-    for (const [index, c] of calls.entries()) {
-      const opening = { index, id: `call_${c.id}`, type: 'function', function: { name: c.name, arguments: '' } };
-      const first = index === 0 ? { role: 'assistant', content: null, tool_calls: [opening], refusal: null } : { tool_calls: [opening] };
-      if (!(await out.send(chunk(JSON.stringify(first), null)))) return;
-      for (const p of c.pieces) if (!(await out.send(chunk(JSON.stringify({ tool_calls: [{ index, function: { arguments: p } }] }), null), true))) return;
+    // then its arguments follow in pieces. [sim:interleave]: every call opens first, then their
+    // pieces take turns (the format allows it: each delta names its call's index).
+    const opening = (index: number, c: (typeof calls)[number]) => {
+      const call = { index, id: `call_${c.id}`, type: 'function', function: { name: c.name, arguments: '' } };
+      return JSON.stringify(index === 0 ? { role: 'assistant', content: null, tool_calls: [call], refusal: null } : { tool_calls: [call] });
+    };
+    const piece = (index: number, p: string) => chunk(JSON.stringify({ tool_calls: [{ index, function: { arguments: p } }] }), null);
+    if (d.interleave) {
+      for (const [index, c] of calls.entries()) if (!(await out.send(chunk(opening(index, c), null)))) return;
+      const most = Math.max(...calls.map((c) => c.pieces.length));
+      for (let k = 0; k < most; k++)
+        for (const [index, c] of calls.entries()) if (k < c.pieces.length && !(await out.send(piece(index, c.pieces[k]!), true))) return;
+    } else {
+      for (const [index, c] of calls.entries()) {
+        if (!(await out.send(chunk(opening(index, c), null)))) return;
+        for (const p of c.pieces) if (!(await out.send(piece(index, p), true))) return;
+      }
     }
   } else {
     for (let i = 0; i < n; i++) {

@@ -63,14 +63,14 @@ interface Call {
 
 /** One client protocol: a streamed first turn that ends in calls, then the results and a final answer. */
 interface ClientLoop {
-  first(model: string): Promise<{ calls: Call[]; finish: string }>;
+  first(model: string, prompt?: string): Promise<{ calls: Call[]; finish: string }>;
   second(model: string, calls: Call[], id: string): Promise<{ text: string; finish: string }>;
 }
 
 const chatClient: ClientLoop = {
-  async first(model) {
+  async first(model, prompt = PROMPT) {
     const tools = [WEATHER, TIME].map((t) => ({ type: 'function' as const, function: { name: t.name, description: t.description, parameters: t.schema } }));
-    const stream = await openai.chat.completions.create({ model, stream: true, tools, messages: [{ role: 'user', content: PROMPT }] });
+    const stream = await openai.chat.completions.create({ model, stream: true, tools, messages: [{ role: 'user', content: prompt }] });
     const calls = new Map<number, Call>();
     let finish = '';
     for await (const chunk of stream) {
@@ -111,9 +111,9 @@ const chatClient: ClientLoop = {
 };
 
 const messagesClient: ClientLoop = {
-  async first(model) {
+  async first(model, prompt = PROMPT) {
     const tools = [WEATHER, TIME].map((t) => ({ name: t.name, description: t.description, input_schema: t.schema as Anthropic.Tool.InputSchema }));
-    const stream = anthropic.messages.stream({ model, max_tokens: 1024, tools, messages: [{ role: 'user', content: PROMPT }] });
+    const stream = anthropic.messages.stream({ model, max_tokens: 1024, tools, messages: [{ role: 'user', content: prompt }] });
     const pieces = new Map<number, number>();
     for await (const ev of stream)
       if (ev.type === 'content_block_delta' && ev.delta.type === 'input_json_delta') pieces.set(ev.index, (pieces.get(ev.index) ?? 0) + 1);
@@ -143,9 +143,9 @@ const messagesClient: ClientLoop = {
 };
 
 const responsesClient: ClientLoop = {
-  async first(model) {
+  async first(model, prompt = PROMPT) {
     const tools = [WEATHER, TIME].map((t) => ({ type: 'function' as const, name: t.name, description: t.description, parameters: t.schema, strict: false }));
-    const stream = await openai.responses.create({ model, stream: true, tools, input: PROMPT });
+    const stream = await openai.responses.create({ model, stream: true, tools, input: prompt });
     const pieces = new Map<number, number>();
     let calls: Call[] = [];
     let status = '';
@@ -234,5 +234,16 @@ describe.each(Object.keys(CLIENTS) as Wire[])('%s client', (client) => {
     const settled = await billing.waitSettled(id);
     expect(settled).toMatchObject({ status: 'ok', usageSource: 'reported' });
     expect(settled.usage?.outputTokens).toBeGreaterThan(0);
+  });
+});
+
+describe.each(Object.keys(CLIENTS) as Wire[])('%s client', (client) => {
+  it('against a Chat Completions backend that interleaves parallel calls: each call whole, with its own arguments', async () => {
+    const { calls, finish } = await CLIENTS[client].loop.first(BACKENDS['chat-completions'], `${PROMPT} [sim:interleave]`);
+    expect(finish).toBe(CLIENTS[client].callFinish);
+    expect(calls.map((c) => [c.name, Object.keys(JSON.parse(c.args) as object)])).toEqual([
+      ['get_weather', ['city']],
+      ['get_time', ['zone']],
+    ]);
   });
 });

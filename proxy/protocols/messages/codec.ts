@@ -18,6 +18,7 @@ import { isObj, str, type Json } from '../../ir/json.js';
 import type { Usage } from '../../ir/usage.js';
 import { messagesUsageOf } from '../../ir/wire-usage.js';
 import { encodeJsonEvent } from '../../sse/index.js';
+import { ToolCallSequencer } from '../tool-sequence.js';
 
 /**
  * Anthropic Messages as a client protocol in front of a backend that speaks another one (Claude
@@ -265,6 +266,7 @@ export function encodeMessagesResponse(r: IrResponse, model: string): Json {
  * upstream reports it only at the end), then message_stop.
  */
 export class MessagesStreamEncoder {
+  private readonly sequencer = new ToolCallSequencer();
   private started = false;
   private open: { ir: number; kind: 'text' | 'thinking' | 'tool_use' } | undefined;
   private next = 0;
@@ -309,7 +311,13 @@ export class MessagesStreamEncoder {
     return encodeJsonEvent({ type: 'content_block_delta', index: this.next - 1, delta }, 'content_block_delta');
   }
 
+  /** The bytes for one part (may be empty), its tool calls one after another. */
   encode(p: IrStreamPart): string {
+    const parts = this.sequencer.push(p);
+    return parts.length === 1 ? this.encodePart(parts[0]!) : parts.map((q) => this.encodePart(q)).join('');
+  }
+
+  private encodePart(p: IrStreamPart): string {
     let out = '';
     if (!this.started && p.type !== 'error') out += this.start(p.type === 'start' ? p.id : `gw${Date.now().toString(36)}`);
     switch (p.type) {

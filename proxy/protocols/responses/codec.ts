@@ -16,6 +16,7 @@ import { errorStatus } from '../../ir/error-status.js';
 import { isObj, str, type Json } from '../../ir/json.js';
 import type { Usage } from '../../ir/usage.js';
 import { encodeJsonEvent } from '../../sse/index.js';
+import { ToolCallSequencer } from '../tool-sequence.js';
 
 /**
  * OpenAI Responses as a client protocol in front of a backend that speaks another one (Codex on a
@@ -307,6 +308,7 @@ interface OpenItem {
 
 /** IR stream parts to Responses events, each with its type and sequence number. */
 export class ResponsesStreamEncoder {
+  private readonly sequencer = new ToolCallSequencer();
   private seq = 0;
   private started = false;
   private id = rid('resp');
@@ -374,7 +376,13 @@ export class ResponsesStreamEncoder {
     return out;
   }
 
+  /** The bytes for one part (may be empty), its tool calls one after another. */
   encode(p: IrStreamPart): string {
+    const parts = this.sequencer.push(p);
+    return parts.length === 1 ? this.encodePart(parts[0]!) : parts.map((q) => this.encodePart(q)).join('');
+  }
+
+  private encodePart(p: IrStreamPart): string {
     let out = '';
     if (!this.started) {
       this.started = true;

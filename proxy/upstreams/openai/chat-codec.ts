@@ -177,8 +177,9 @@ export class ChatStreamDecoder {
         const f = isObj(c.function) ? c.function : {};
         let ir = this.tools.get(k);
         if (ir === undefined) {
-          // A new call ends the block before it.
-          const prev = this.tools.size ? [...this.tools.values()].at(-1) : (this.text ?? this.reasoning);
+          // The first call ends the text (or reasoning) before it. Calls end only with the stream:
+          // each delta names its call's index, so a server may interleave parallel calls.
+          const prev = this.tools.size ? undefined : (this.text ?? this.reasoning);
           if (prev !== undefined) out.push({ type: 'block_end', index: prev });
           ir = this.next++;
           this.tools.set(k, ir);
@@ -200,8 +201,9 @@ export class ChatStreamDecoder {
     if (this.done) return [];
     this.done = true;
     const out: IrStreamPart[] = [];
-    const last = this.tools.size ? [...this.tools.values()].at(-1) : (this.text ?? this.reasoning);
-    if (last !== undefined) out.push({ type: 'block_end', index: last });
+    const last = this.text ?? this.reasoning;
+    if (this.tools.size) for (const ir of this.tools.values()) out.push({ type: 'block_end', index: ir });
+    else if (last !== undefined) out.push({ type: 'block_end', index: last });
     out.push({ type: 'finish', finish: finishOf(this.finishRaw), usage: this.usage ?? emptyUsage() });
     return out;
   }
