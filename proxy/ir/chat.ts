@@ -9,15 +9,18 @@ import type { Usage } from './usage.js';
  * that made them.
  */
 
+/** An image, by URL (a data: URL included) or inline. */
+export type IrImage = { type: 'image'; url: string } | { type: 'image'; data: string; mediaType: string };
+
 export type IrPart = (
   | { type: 'text'; text: string }
-  | { type: 'image'; url: string }
-  | { type: 'image'; data: string; mediaType: string }
+  | IrImage
   /** A file for the model to read (a PDF, say), inline or by URL, with the name the client gave it. */
   | { type: 'document'; data: string; mediaType: string; filename?: string }
   | { type: 'document'; url: string; filename?: string }
   | { type: 'tool_call'; id: string; name: string; arguments: string }
-  | { type: 'tool_result'; callId: string; content: string; isError?: boolean }
+  /** A tool's result: its text, and the images it returned (a screenshot, an image file read), which not every wire takes inside a result. */
+  | { type: 'tool_result'; callId: string; content: string; images?: IrImage[]; isError?: boolean }
   | { type: 'reasoning'; text: string; signature?: string }
   | { type: 'redacted_reasoning'; data: string }
 ) & {

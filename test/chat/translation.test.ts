@@ -433,6 +433,75 @@ describe('openai SDK (Responses, as Codex speaks it) against a Messages-only mod
   });
 });
 
+describe('images a tool returned (a screenshot, an image file read) across pairs', () => {
+  const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
+  const turns = (content: Anthropic.ToolResultBlockParam['content']): Anthropic.MessageParam[] => [
+    { role: 'user', content: 'Take a screenshot' },
+    { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'screenshot', input: {} }] },
+    { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content }] },
+  ];
+  const shot: Anthropic.ToolResultBlockParam['content'] = [
+    { type: 'text', text: 'the screen' },
+    { type: 'image', source: { type: 'base64', media_type: 'image/png', data: PNG } },
+  ];
+  const tools: Anthropic.Tool[] = [{ name: 'screenshot', input_schema: { type: 'object', properties: {} } }];
+
+  it('a Messages tool_result image reaches a Chat Completions backend in a user message after the tool message', async () => {
+    const id = rid('t-shot-chat');
+    await anthropic.messages.create({ model: 'gpt-only', max_tokens: 100, tools, messages: turns(shot) }, withRequestId(id));
+    const up = JSON.parse(upstreamOf(stack.sim, id).body.toString()) as { messages: { role: string; content: unknown }[] };
+    expect(up.messages.slice(-2)).toEqual([
+      { role: 'tool', tool_call_id: 'toolu_1', content: 'the screen' },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'The images the tool call toolu_1 returned:' },
+          { type: 'image_url', image_url: { url: `data:image/png;base64,${PNG}` } },
+        ],
+      },
+    ]);
+  });
+
+  it('and a Responses-only backend in the function_call_output, beside its text', async () => {
+    const id = rid('t-shot-resp');
+    await anthropic.messages.create({ model: 'responses-only', max_tokens: 100, tools, messages: turns(shot) }, withRequestId(id));
+    const up = JSON.parse(upstreamOf(stack.sim, id).body.toString()) as { input: { type?: string; output?: unknown }[] };
+    expect(up.input.find((i) => i.type === 'function_call_output')!.output).toEqual([
+      { type: 'input_text', text: 'the screen' },
+      { type: 'input_image', image_url: `data:image/png;base64,${PNG}`, detail: 'auto' },
+    ]);
+  });
+
+  it('a Responses function_call_output image reaches Anthropic inside the tool_result', async () => {
+    const id = rid('t-shot-msg');
+    await openai.responses.create(
+      {
+        model: 'claude-only',
+        tools: [{ type: 'function', name: 'screenshot', parameters: { type: 'object', properties: {} }, strict: false }],
+        input: [
+          { role: 'user', content: 'Take a screenshot' },
+          { type: 'function_call', call_id: 'call_1', name: 'screenshot', arguments: '{}' },
+          {
+            type: 'function_call_output',
+            call_id: 'call_1',
+            output: [
+              { type: 'input_text', text: 'the screen' },
+              { type: 'input_image', image_url: `data:image/png;base64,${PNG}`, detail: 'auto' },
+            ],
+          },
+        ],
+      },
+      withRequestId(id),
+    );
+    const up = JSON.parse(upstreamOf(stack.sim, id).body.toString()) as { messages: { content: { type: string; content?: unknown }[] }[] };
+    const result = up.messages.flatMap((m) => m.content).find((b) => b.type === 'tool_result')!;
+    expect(result.content).toEqual([
+      { type: 'text', text: 'the screen' },
+      { type: 'image', source: { type: 'base64', media_type: 'image/png', data: PNG } },
+    ]);
+  });
+});
+
 describe('count_tokens on OpenAI models', () => {
   it("counts with the family's public tokenizer (o200k_base) and says so; a model without one is estimated", async () => {
     const { countTokens } = await import('gpt-tokenizer/encoding/o200k_base');

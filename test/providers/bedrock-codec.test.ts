@@ -61,6 +61,23 @@ describe('request encoding', () => {
     });
   });
 
+  it("a tool's images go inside its toolResult, as Converse takes them", () => {
+    const ir: IrRequest = {
+      ...base,
+      messages: [
+        { role: 'assistant', content: [{ type: 'tool_call', id: 't1', name: 'shot', arguments: '{}' }] },
+        {
+          role: 'user',
+          content: [{ type: 'tool_result', callId: 't1', content: 'the screen', images: [{ type: 'image', mediaType: 'image/png', data: 'AAAA' }] }],
+        },
+      ],
+    };
+    const body = encodeConverseRequest(ir, 'anthropic.claude-sonnet-4-20250514-v1:0', 100) as { messages: { content: unknown[] }[] };
+    expect(body.messages[1]!.content).toEqual([
+      { toolResult: { toolUseId: 't1', content: [{ text: 'the screen' }, { image: { format: 'png', source: { bytes: 'AAAA' } } }] } },
+    ]);
+  });
+
   it('a model other than Claude gets no thinking fields; sampling kept', () => {
     const body = encodeConverseRequest(
       { ...base, temperature: 0.2, reasoning: { effort: 'high' }, messages: [{ role: 'user', content: [{ type: 'text', text: 'x' }] }] },

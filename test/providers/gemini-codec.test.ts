@@ -131,6 +131,24 @@ describe('request encoding', () => {
     expect(encodeGeminiRequest(ir, model, 100)).toEqual(want);
   });
 
+  it("a tool's images follow its functionResponse in the same turn", () => {
+    const ir: IrRequest = {
+      ...base,
+      messages: [
+        { role: 'assistant', content: [{ type: 'tool_call', id: 'c1', name: 'shot', arguments: '{}' }] },
+        {
+          role: 'user',
+          content: [{ type: 'tool_result', callId: 'c1', content: 'the screen', images: [{ type: 'image', mediaType: 'image/png', data: 'AAAA' }] }],
+        },
+      ],
+    };
+    const body = encodeGeminiRequest(ir, 'gemini-2.5-flash', 10) as { contents: { parts: Record<string, unknown>[] }[] };
+    expect(body.contents[1]!.parts).toEqual([
+      { functionResponse: { name: 'shot', response: expect.anything() as unknown } },
+      { inlineData: { mimeType: 'image/png', data: 'AAAA' } },
+    ]);
+  });
+
   it('Gemini 3: the first call of a model turn without a signature gets the documented skip value', () => {
     const ir: IrRequest = {
       ...base,

@@ -4,6 +4,7 @@ import {
   type FieldRule,
   type IrFieldFate,
   type IrFinish,
+  type IrImage,
   type IrMessage,
   type IrPart,
   type IrRequest,
@@ -56,7 +57,7 @@ const MAPPED = new Set<string>(MESSAGES_MAPPED);
 function textOf(content: unknown): string {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return '';
-  return content.map((b: unknown) => (isObj(b) && b.type === 'text' && typeof b.text === 'string' ? b.text : '')).join('\n');
+  return content.flatMap((b: unknown) => (isObj(b) && b.type === 'text' && typeof b.text === 'string' ? [b.text] : [])).join('\n');
 }
 
 function blocks(content: unknown, where: string, cached: { seen: boolean }): IrPart[] {
@@ -86,8 +87,20 @@ function block(b: Json, at: string): IrPart[] {
     }
     case 'tool_use':
       return [{ type: 'tool_call', id: str(b.id) ?? '', name: str(b.name) ?? '', arguments: JSON.stringify(b.input ?? {}) }];
-    case 'tool_result':
-      return [{ type: 'tool_result', callId: str(b.tool_use_id) ?? '', content: textOf(b.content), ...(b.is_error === true ? { isError: true } : {}) }];
+    case 'tool_result': {
+      const images = Array.isArray(b.content)
+        ? (b.content as unknown[]).flatMap((c, j) => (isObj(c) && c.type === 'image' ? (block(c, `${at}.content[${j}]`) as IrImage[]) : []))
+        : [];
+      return [
+        {
+          type: 'tool_result',
+          callId: str(b.tool_use_id) ?? '',
+          content: textOf(b.content),
+          ...(images.length ? { images } : {}),
+          ...(b.is_error === true ? { isError: true } : {}),
+        },
+      ];
+    }
     case 'thinking':
       return [{ type: 'reasoning', text: str(b.thinking) ?? '', ...(typeof b.signature === 'string' ? { signature: b.signature } : {}) }];
     case 'redacted_thinking':

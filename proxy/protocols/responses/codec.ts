@@ -4,6 +4,7 @@ import {
   type FieldRule,
   type IrFieldFate,
   type IrFinish,
+  type IrImage,
   type IrMessage,
   type IrPart,
   type IrRequest,
@@ -155,13 +156,10 @@ export function decodeResponsesRequest(body: Json): ResponsesDecoded {
       case 'function_call_output':
       case 'custom_tool_call_output': {
         const out = it.output;
-        const content =
-          typeof out === 'string'
-            ? out
-            : contentParts(out, `input[${i}].output`)
-                .map((p) => (p.type === 'text' ? p.text : ''))
-                .join('');
-        add('user', [{ type: 'tool_result', callId: str(it.call_id) ?? '', content }]);
+        const parts = typeof out === 'string' ? [] : contentParts(out, `input[${i}].output`);
+        const content = typeof out === 'string' ? out : parts.map((p) => (p.type === 'text' ? p.text : '')).join('');
+        const images = parts.filter((p): p is IrImage => p.type === 'image');
+        add('user', [{ type: 'tool_result', callId: str(it.call_id) ?? '', content, ...(images.length ? { images } : {}) }]);
         return;
       }
       case 'reasoning':

@@ -41,8 +41,10 @@ function bare(p: IrPart): Json | undefined {
       };
     case 'tool_call':
       return { type: 'tool_use', id: p.id, name: p.name, input: argsObject(p.arguments) };
-    case 'tool_result':
-      return { type: 'tool_result', tool_use_id: p.callId, content: p.content, ...(p.isError ? { is_error: true } : {}) };
+    case 'tool_result': {
+      const content = p.images?.length ? [...(p.content ? [{ type: 'text', text: p.content }] : []), ...p.images.map((i) => bare(i)!)] : p.content;
+      return { type: 'tool_result', tool_use_id: p.callId, content, ...(p.isError ? { is_error: true } : {}) };
+    }
     case 'reasoning':
       // Thinking goes back only with the signature Anthropic gave it; another model's is not valid here.
       return p.signature ? { type: 'thinking', thinking: p.text, signature: p.signature } : undefined;

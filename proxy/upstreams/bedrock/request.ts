@@ -86,7 +86,9 @@ function block(p: IrPart): Json | undefined {
     case 'tool_call':
       return { toolUse: { toolUseId: p.id, name: p.name, input: argsObject(p.arguments) } };
     case 'tool_result':
-      return { toolResult: { toolUseId: p.callId, content: [{ text: p.content }], ...(p.isError ? { status: 'error' } : {}) } };
+      return {
+        toolResult: { toolUseId: p.callId, content: [{ text: p.content }, ...(p.images ?? []).map(image)], ...(p.isError ? { status: 'error' } : {}) },
+      };
     case 'reasoning':
       // Thinking goes back only with a signature (Gemini's, marked, are not Bedrock's to read).
       return p.signature && !p.signature.startsWith('gemini:') ? { reasoningContent: { reasoningText: { text: p.text, signature: p.signature } } } : undefined;

@@ -100,6 +100,8 @@ function userParts(content: IrPart[], names: Map<string, string>): Json[] {
       // Gemini answers a call by its function's name; the id is the one the call had, when it had one.
       const name = names.get(p.callId) ?? p.callId;
       out.push({ functionResponse: { name, response: responseObject(p.content, p.isError) } });
+      // The images it returned follow it in the same turn, as parts of their own.
+      for (const i of p.images ?? []) out.push(imagePart(i));
     }
   }
   return out;

@@ -37,12 +37,16 @@ export function encodeChatRequest(ir: IrRequest, model: string, o: { openaiItsel
   for (const m of ir.messages) {
     if (m.role === 'user') {
       // Tool results become tool messages, in order; what else the turn holds stays a user message.
+      // A tool message takes text only: the images tools returned follow, in that user message.
       const rest: IrPart[] = [];
+      const shown: IrPart[] = [];
       for (const p of m.content) {
-        if (p.type === 'tool_result') messages.push({ role: 'tool', tool_call_id: p.callId, content: p.isError ? `Error: ${p.content}` : p.content });
-        else rest.push(p);
+        if (p.type === 'tool_result') {
+          messages.push({ role: 'tool', tool_call_id: p.callId, content: p.isError ? `Error: ${p.content}` : p.content });
+          if (p.images?.length) shown.push({ type: 'text', text: `The images the tool call ${p.callId} returned:` }, ...p.images);
+        } else rest.push(p);
       }
-      if (rest.length) messages.push({ role: 'user', content: userContent(rest) });
+      if (shown.length || rest.length) messages.push({ role: 'user', content: userContent([...shown, ...rest]) });
       continue;
     }
     const text = m.content.map((p) => (p.type === 'text' ? p.text : '')).join('');

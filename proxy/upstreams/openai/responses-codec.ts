@@ -41,8 +41,12 @@ export function encodeResponsesRequest(ir: IrRequest, model: string, cap: number
     if (m.role === 'user') {
       const rest: IrPart[] = [];
       for (const p of m.content) {
-        if (p.type === 'tool_result') input.push({ type: 'function_call_output', call_id: p.callId, output: p.isError ? `Error: ${p.content}` : p.content });
-        else rest.push(p);
+        if (p.type === 'tool_result') {
+          const text = p.isError ? `Error: ${p.content}` : p.content;
+          // An output may be a list of inputs: the tool's images go with its text.
+          const output = p.images?.length ? (userItem([{ type: 'text', text }, ...p.images])!.content as Json[]) : text;
+          input.push({ type: 'function_call_output', call_id: p.callId, output });
+        } else rest.push(p);
       }
       const item = userItem(rest);
       if (item) input.push(item);
