@@ -120,6 +120,7 @@ export function tasksFeature(overrides: Partial<TaskSettings> = {}) {
       submitting: new Map(),
       wake: () => worker.wake(),
       onSubmitted: (kind) => submitted.inc({ kind }),
+      ...(deps.billing.checkAvailable ? { checkAvailable: (account: string) => deps.billing.checkAvailable!(account) } : {}),
     };
 
     const lists = taskListRoutes(rt);

@@ -23,6 +23,8 @@ export interface TasksRuntime {
   /** Wakes the task worker (a new task is due). */
   wake(): void;
   onSubmitted?(kind: TaskKind): void;
+  /** 402 when the account has no credits available at all (before the model checks, as on chat). */
+  checkAvailable?(account: string): Promise<void>;
 }
 
 export interface SubmitInput {

@@ -92,6 +92,13 @@ for (const sc of storeCases()) {
       const poor = await client(t.gw.url, POOR).submit(G, ok);
       expect(poor.status).toBe(402);
       expect(poor.json.error.type).toBe('insufficient_quota');
+      // Several faults at once: the first in the contract's order (as on chat): body, key, credits, model.
+      const nobody = client(t.gw.url, 'sk-service-nobody');
+      expect((await nobody.submit(G, '{"model": "img",')).status).toBe(400);
+      expect((await nobody.submit(G, { ...ok, model: 'img-elsewhere' })).status).toBe(401);
+      expect((await client(t.gw.url, POOR).submit(G, { ...ok, model: 'img-elsewhere' })).status).toBe(402);
+      expect((await client(t.gw.url, POOR).submit('/v1/videos/generations', { model: 'nope', prompt: 'x' })).status).toBe(402);
+      expect((await nobody.submit('/v1/videos/generations', { model: 'nope', prompt: 'x', duration: 2 })).status).toBe(400);
 
       expect((await t.store.query('SELECT id FROM tasks')).rows).toEqual([]);
       expect((await t.store.query('SELECT id FROM webhook_deliveries')).rows).toEqual([]);

@@ -8,16 +8,17 @@ import { imageKind, imageUnitPrice } from './pricing.js';
 import { ENDPOINT, parseImageRequest, type ImageMode } from './request.js';
 
 /**
- * The image endpoints: three submissions, the query and the cancel. Order of checks: body (400),
- * model in the key's group (404), what the model can do (400), price (400 for a tier it is not
- * offered at), then the hold (402).
+ * The image endpoints: three submissions, the query and the cancel. Order of checks, as on chat:
+ * body (400), key (401; a restricted group's 403), no credits at all (402), model in the key's
+ * group (404), what the model can do (400), price (400 for a tier it is not offered at), then
+ * the hold (402).
  */
 export function imageRoutes(rt: TasksRuntime, policy: () => UrlPolicy): Route[] {
   const submit = (mode: ImageMode): Route => ({
     method: 'POST',
     path: ENDPOINT[mode],
     shape: 'openai',
-    auth: 'key',
+    auth: 'key-after-body',
     handler: (ctx) => submitImage(ctx, rt, mode, policy()),
   });
   return [
@@ -33,7 +34,9 @@ async function submitImage(ctx: RequestContext, rt: TasksRuntime, mode: ImageMod
   const { json } = await readJson(ctx, { storable: true });
   const { job, webhook, ignored } = parseImageRequest(json, mode, policy);
   const model = json.model as string;
-  const entry = ctx.key!.group.entries.get(model);
+  const key = ctx.key ?? (await ctx.admitKey!());
+  await rt.checkAvailable?.(key.account);
+  const entry = key.group.entries.get(model);
   if (!entry || entry.model.type !== 'image') {
     throw new GatewayError('model_not_found', `model "${model}" is not an image model of this key's group`, { param: 'model' });
   }

@@ -26,13 +26,14 @@ function upstreamRefusal(err: ProviderError, status: number): GatewayError {
 }
 
 /**
- * The video endpoints: the submission, the query and the cancel. Order of checks: body (400),
- * model in the key's group (404), what the model offers (resolution 400; duration 404), price,
- * the upstream's acceptance (a refusal is a 400; its 429 or 5xx is passed on), then the hold (402).
+ * The video endpoints: the submission, the query and the cancel. Order of checks, as on chat:
+ * body (400), key (401; a restricted group's 403), no credits at all (402), model in the key's
+ * group (404), what the model offers (resolution 400; duration 404), price, the upstream's
+ * acceptance (a refusal is a 400; its 429 or 5xx is passed on), then the hold (402).
  */
 export function videoRoutes(rt: TasksRuntime, policy: () => UrlPolicy): Route[] {
   return [
-    { method: 'POST', path: VIDEO_ENDPOINT, shape: 'openai', auth: 'key', handler: (ctx) => submitVideo(ctx, rt, policy()) },
+    { method: 'POST', path: VIDEO_ENDPOINT, shape: 'openai', auth: 'key-after-body', handler: (ctx) => submitVideo(ctx, rt, policy()) },
     { method: 'GET', path: `${VIDEO_ENDPOINT}/:id`, shape: 'openai', auth: 'key', handler: (ctx) => getTaskHandler(ctx, rt, 'video') },
     { method: 'POST', path: `${VIDEO_ENDPOINT}/:id/cancel`, shape: 'openai', auth: 'key', handler: (ctx) => cancelTaskHandler(ctx, rt, 'video') },
   ];
@@ -41,7 +42,8 @@ export function videoRoutes(rt: TasksRuntime, policy: () => UrlPolicy): Route[] 
 async function submitVideo(ctx: RequestContext, rt: TasksRuntime, policy: UrlPolicy): Promise<void> {
   const { json } = await readJson(ctx, { storable: true });
   const req = parseVideoRequest(json, policy);
-  const key = ctx.key!;
+  const key = ctx.key ?? (await ctx.admitKey!());
+  await rt.checkAvailable?.(key.account);
   const entry = key.group.entries.get(req.model);
   if (!entry || entry.model.type !== 'video') {
     throw new GatewayError('model_not_found', `model "${req.model}" is not a video model of this key's group`, { param: 'model' });
