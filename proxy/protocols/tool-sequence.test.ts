@@ -58,5 +58,8 @@ describe('ToolCallSequencer', () => {
     expect(s.push(delta(1))).toEqual([]);
     expect(s.push({ type: 'block_end', index: 0 })).toEqual([{ type: 'block_end', index: 0 }, start(1), delta(1)]);
     expect(s.push(delta(1))).toEqual([delta(1)]);
+    // After text, a new call is not held behind the one before it.
+    expect(s.push({ type: 'text', index: 5, delta: 'x' })).toEqual([{ type: 'text', index: 5, delta: 'x' }]);
+    expect(s.push(start(2))).toEqual([start(2)]);
   });
 });

@@ -35,7 +35,12 @@ export class ToolCallSequencer {
       case 'start':
         return [p];
       default:
-        return this.held.size ? [...this.release(), p] : [p];
+        // The upstream has moved past its calls: a call that starts later streams at once.
+        if (!this.held.size) {
+          this.open = undefined;
+          return [p];
+        }
+        return [...this.release(), p];
     }
   }
 
