@@ -217,7 +217,7 @@ describe('stream decoding', () => {
     return { d, parts };
   };
 
-  it('thoughts, text, a trailing signature on the last text part, usage from the finishing chunk', () => {
+  it('thoughts, text, a trailing signature on the last text part (after the text, which stays one block), usage from the finishing chunk', () => {
     const { d, parts } = run([
       {
         candidates: [{ content: { role: 'model', parts: [{ text: 'Thinking', thought: true }] }, index: 0 }],
@@ -236,11 +236,10 @@ describe('stream decoding', () => {
       { type: 'reasoning', index: 0, delta: 'Thinking' },
       { type: 'block_end', index: 0 },
       { type: 'text', index: 1, delta: 'Hello' },
+      { type: 'text', index: 1, delta: ' world' },
       { type: 'block_end', index: 1 },
       { type: 'reasoning_signature', index: 2, signature: 'gemini:SIG' },
       { type: 'block_end', index: 2 },
-      { type: 'text', index: 3, delta: ' world' },
-      { type: 'block_end', index: 3 },
       {
         type: 'finish',
         finish: { reason: 'stop', raw: 'STOP' },

@@ -207,6 +207,24 @@ describe('@anthropic-ai/sdk, Messages', () => {
     expect(BigInt(rec.credits as string)).toBe(priceOf(rec));
   });
 
+  it('a signed answer streams as one text block (the signature after it, as Claude Code shows the last text block), and the signature returns on the text', async () => {
+    const messages: Anthropic.MessageParam[] = [{ role: 'user', content: 'Say hello' }];
+    const id1 = rid('g-m-text1');
+    const msg = await p.anthropic.messages
+      .stream({ model: 'gem-3', max_tokens: 3000, thinking: { type: 'enabled', budget_tokens: 1024 }, messages }, withId(id1))
+      .finalMessage();
+    expect(msg.content.map((b) => b.type)).toEqual(['thinking', 'text', 'thinking']);
+    const text = (msg.content[1] as Anthropic.TextBlock).text;
+    expect(text.split(' ').length).toBeGreaterThan(3);
+    const sig = (msg.content[2] as Anthropic.ThinkingBlock).signature;
+    expect(sig.startsWith('gemini:')).toBe(true);
+    messages.push({ role: 'assistant', content: msg.content }, { role: 'user', content: 'And again' });
+    const id2 = rid('g-m-text2');
+    await p.anthropic.messages.create({ model: 'gem-3', max_tokens: 3000, thinking: { type: 'enabled', budget_tokens: 1024 }, messages }, withId(id2));
+    const model = (p.upstream(id2).body.contents as { role: string; parts: Record<string, unknown>[] }[])[1]!;
+    expect(model.parts.find((x) => x.text === text)!.thoughtSignature).toBe(sig.slice('gemini:'.length));
+  });
+
   it('implicit caching: a long system prompt seen before is reported cached and charged at the cached price', async () => {
     const system = `You are a careful assistant. ${'Follow the house style. '.repeat(30)}`;
     await p.anthropic.messages.create({ model: 'gem-flash', max_tokens: 100, system, messages: [{ role: 'user', content: 'first' }] });

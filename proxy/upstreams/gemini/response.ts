@@ -5,8 +5,11 @@ import { toSignature } from './signature.js';
 
 /**
  * Gemini's answers (generateContent JSON and each chunk of streamGenerateContent?alt=sse) as
- * the IR. A thought signature becomes a signature-only reasoning part just before the part it
- * came on, so it comes back on that part (request.ts).
+ * the IR. A thought signature becomes a signature-only reasoning part just before the function
+ * call it came on, or just after the text it came on (Gemini signs an answer's last text part, a
+ * chunk of a text block already streaming: a block before it would split the text in two, and a
+ * client that shows the last text block would show only the end). Either way it comes back on
+ * that part (request.ts: a signature joins the part after it, else the part before).
  */
 
 /** usageMetadata: promptTokenCount counts the cached part; thoughts are billed as output beside candidatesTokenCount. */
@@ -66,16 +69,16 @@ export function decodeGeminiResponse(body: unknown): IrResponse {
       content.push({ type: 'reasoning', text: str(p.text) ?? '', ...(sig ? { signature: toSignature(sig) } : {}) });
       continue;
     }
-    if (sig) content.push({ type: 'reasoning', text: '', signature: toSignature(sig) });
+    const carrier: IrPart[] = sig ? [{ type: 'reasoning', text: '', signature: toSignature(sig) }] : [];
     if (isObj(p.functionCall)) {
       calledTools = true;
-      content.push({
+      content.push(...carrier, {
         type: 'tool_call',
         id: callId(p.functionCall),
         name: str(p.functionCall.name) ?? '',
         arguments: JSON.stringify(p.functionCall.args ?? {}),
       });
-    } else if (typeof p.text === 'string' && p.text !== '') content.push({ type: 'text', text: p.text });
+    } else content.push(...(typeof p.text === 'string' && p.text !== '' ? [{ type: 'text' as const, text: p.text }] : []), ...carrier);
   }
   return {
     id: str(b.responseId) ?? `gw${Date.now().toString(36)}`,
@@ -94,6 +97,8 @@ export class GeminiStreamDecoder {
   private started = false;
   private next = 0;
   private open: { kind: 'text' | 'reasoning'; index: number } | undefined;
+  /** The signature of the open text block, sent on a block of its own once that block ends. */
+  private textSignature: string | undefined;
   private usage: Usage | null = null;
   private calledTools = false;
   done = false;
@@ -106,6 +111,9 @@ export class GeminiStreamDecoder {
   private close(out: IrStreamPart[]): void {
     if (this.open) out.push({ type: 'block_end', index: this.open.index });
     this.open = undefined;
+    const sig = this.textSignature;
+    this.textSignature = undefined;
+    if (sig) this.signature(out, sig);
   }
 
   private block(out: IrStreamPart[], kind: 'text' | 'reasoning'): number {
@@ -115,7 +123,7 @@ export class GeminiStreamDecoder {
     return this.open.index;
   }
 
-  /** A signature on its own block, before the part it came on. */
+  /** A signature on its own block (the open block ended first). */
   private signature(out: IrStreamPart[], sig: string): void {
     this.close(out);
     const index = this.next++;
@@ -147,9 +155,9 @@ export class GeminiStreamDecoder {
         if (sig) out.push({ type: 'reasoning_signature', index, signature: toSignature(sig) });
         continue;
       }
-      if (sig) this.signature(out, sig);
       if (isObj(p.functionCall)) {
         this.close(out);
+        if (sig) this.signature(out, sig);
         this.calledTools = true;
         const index = this.next++;
         const args = JSON.stringify(p.functionCall.args ?? {});
@@ -159,10 +167,14 @@ export class GeminiStreamDecoder {
           { type: 'tool_call_delta', index, arguments: args },
           { type: 'block_end', index },
         );
-      } else if (text) {
-        const index = this.block(out, 'text');
-        this.outputBytes += text.length;
-        out.push({ type: 'text', index, delta: text });
+      } else {
+        if (text) {
+          const index = this.block(out, 'text');
+          this.outputBytes += text.length;
+          out.push({ type: 'text', index, delta: text });
+        }
+        if (sig && this.open?.kind === 'text') this.textSignature = sig;
+        else if (sig) this.signature(out, sig);
       }
     }
     const finish = finishOf(candidate, j, this.calledTools);
