@@ -352,6 +352,23 @@ describe('openai SDK (Responses, as Codex speaks it) against a Messages-only mod
     expect(c.choices[0]!.finish_reason).toBe('content_filter');
   });
 
+  it('a message the answer stopped inside is incomplete, not completed: cut by the cap, or by an error in the stream', async () => {
+    const cut = await openai.responses.create({ model: 'claude-only', input: 'Tell me a story [sim:tokens=50]', max_output_tokens: 20 });
+    expect(cut).toMatchObject({
+      status: 'incomplete',
+      incomplete_details: { reason: 'max_output_tokens' },
+      output: [{ type: 'message', status: 'incomplete' }],
+    });
+    const done: { type: string; status?: string }[] = [];
+    let failed: { status: string; output: { status?: string }[] } | undefined;
+    for await (const e of await openai.responses.create({ model: 'claude-only', input: 'go [sim:fail]', stream: true })) {
+      if (e.type === 'response.output_item.done') done.push(e.item as { type: string; status?: string });
+      if (e.type === 'response.failed') failed = e.response as unknown as typeof failed;
+    }
+    expect(done).toMatchObject([{ type: 'message', status: 'incomplete' }]);
+    expect(failed).toMatchObject({ status: 'failed', output: [{ status: 'incomplete' }] });
+  });
+
   it("a function tool loop and a custom (freeform) tool, as Codex's apply_patch: calls as function_call / custom_tool_call items", async () => {
     const tools: OpenAI.Responses.Tool[] = [
       { type: 'function', name: 'get_weather', description: 'Weather of a city', parameters: WEATHER.parameters, strict: false },

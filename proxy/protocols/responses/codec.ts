@@ -291,7 +291,8 @@ export function encodeResponsesResponse(r: IrResponse, model: string, custom: Se
   const reasoning = r.content.filter((p) => p.type === 'reasoning').map((p) => (p.type === 'reasoning' ? p.text : ''));
   if (reasoning.length) output.push({ type: 'reasoning', id: rid('rs'), summary: reasoning.map((text) => ({ type: 'summary_text', text })) });
   const text = r.content.map((p) => (p.type === 'text' ? p.text : '')).join('');
-  if (text) output.push({ type: 'message', id: rid('msg'), role: 'assistant', status: 'completed', content: [{ type: 'output_text', text, annotations: [] }] });
+  if (text)
+    output.push({ type: 'message', id: rid('msg'), role: 'assistant', status: statusOf(r.finish), content: [{ type: 'output_text', text, annotations: [] }] });
   for (const p of r.content) if (p.type === 'tool_call') output.push(callItem(p, custom, 'completed'));
   return envelope(responseIdOf(r.id), model, statusOf(r.finish), output, r.finish, r.usage);
 }
@@ -322,7 +323,8 @@ export class ResponsesStreamEncoder {
     return encodeJsonEvent({ type, sequence_number: this.seq++, ...fields }, type);
   }
 
-  private close(): string {
+  /** Ends the open item: `incomplete` when the answer stopped inside it (the cap, a filter, an error), as OpenAI marks it. */
+  private close(status: 'completed' | 'incomplete' = 'completed'): string {
     const o = this.open;
     if (!o) return '';
     this.open = undefined;
@@ -331,14 +333,14 @@ export class ResponsesStreamEncoder {
       const part = { type: 'output_text', text: o.text, annotations: [] };
       out += this.ev('response.output_text.done', { item_id: o.item.id, output_index: o.outputIndex, content_index: 0, text: o.text });
       out += this.ev('response.content_part.done', { item_id: o.item.id, output_index: o.outputIndex, content_index: 0, part });
-      o.item = { ...o.item, status: 'completed', content: [part] };
+      o.item = { ...o.item, status, content: [part] };
     } else if (o.kind === 'reasoning') {
       const part = { type: 'summary_text', text: o.text };
       out += this.ev('response.reasoning_summary_text.done', { item_id: o.item.id, output_index: o.outputIndex, summary_index: 0, text: o.text });
       out += this.ev('response.reasoning_summary_part.done', { item_id: o.item.id, output_index: o.outputIndex, summary_index: 0, part });
       o.item = { ...o.item, summary: [part] };
     } else {
-      const item = callItem({ id: o.item.call_id as string, name: o.item.name as string, arguments: o.text }, this.custom, 'completed');
+      const item = callItem({ id: o.item.call_id as string, name: o.item.name as string, arguments: o.text }, this.custom, status);
       if (item.type === 'function_call') {
         out += this.ev('response.function_call_arguments.done', { item_id: o.item.id, output_index: o.outputIndex, arguments: o.text });
       } else {
@@ -426,13 +428,13 @@ export class ResponsesStreamEncoder {
       case 'block_end':
         return out + (this.open?.ir === p.index ? this.close() : '');
       case 'finish': {
-        out += this.close();
         const status = statusOf(p.finish);
+        out += this.close(status);
         const type = status === 'completed' ? 'response.completed' : 'response.incomplete';
         return out + this.ev(type, { response: envelope(this.id, this.model, status, this.done, p.finish, p.usage) });
       }
       case 'error': {
-        out += this.close();
+        out += this.close('incomplete');
         const r = {
           ...envelope(this.id, this.model, 'failed', this.done, undefined, undefined),
           error: { code: errorStatus(p.errorType) === 429 ? 'rate_limit_exceeded' : 'server_error', message: p.message },
