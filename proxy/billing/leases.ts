@@ -236,12 +236,20 @@ export class Leases {
   private async handBack(acct: AccountLease): Promise<void> {
     const leaseId = acct.leaseId;
     if (!leaseId) return;
-    await this.store.tx((q) => release(q, { holdId: leaseId, meta: { reason: this.closing ? 'shutdown' : 'idle' } }));
-    acct.refused = undefined;
-    if (acct.leaseId === leaseId) {
-      acct.leaseId = undefined;
-      acct.remaining = 0n;
+    // Detached before the release is written: a request admitted meanwhile would otherwise be
+    // reserved against credits on their way back to the account (and its capture find the lease
+    // gone). With nothing left in memory it tops up, which waits for this hand-back, on a new lease.
+    const remaining = acct.remaining;
+    acct.leaseId = undefined;
+    acct.remaining = 0n;
+    try {
+      await this.store.tx((q) => release(q, { holdId: leaseId, meta: { reason: this.closing ? 'shutdown' : 'idle' } }));
+    } catch (err) {
+      // Not released: the lease is still this replica's.
+      if (acct.leaseId === undefined) [acct.leaseId, acct.remaining] = [leaseId, remaining];
+      throw err;
     }
+    acct.refused = undefined;
   }
 
   private serial<T>(acct: AccountLease, fn: () => Promise<T>): Promise<T> {

@@ -127,5 +127,46 @@ for (const c of storeCases({ thread: true })) {
         await disposeStore(store);
       }
     });
+
+    it('handed back when idle, admits nothing against itself while the release is being written; the next request takes a new lease', async () => {
+      const store = await c.open();
+      try {
+        await store.tx((q) => credit(q, { account: 'e', operationId: 'g-e', amount: 100n * C }));
+        let releasing: () => void = () => {};
+        let release_: Promise<void> | undefined;
+        const slow = new Proxy(store, {
+          get(target, prop, receiver) {
+            const v = Reflect.get(target, prop, receiver) as unknown;
+            if (prop !== 'tx' || typeof v !== 'function') return v;
+            return async (...args: unknown[]) => {
+              if (release_) await release_;
+              return (v as (...a: unknown[]) => unknown).apply(target, args);
+            };
+          },
+        });
+        const leases = new Leases(slow, recordingLog(), { ...billingSettings(), idleMs: 0 }, 'r1', undefined);
+        const acct = leases.of('e');
+        await leases.topUp(acct, C);
+        expect(acct).toMatchObject({ leaseId: 'lease:r1:e:1', remaining: 9n * C });
+
+        release_ = new Promise((r) => (releasing = r));
+        const upkeep = leases.upkeep();
+        await new Promise((r) => setTimeout(r, 20));
+        // A request arriving now finds nothing to reserve from, and tops up behind the hand-back.
+        expect(acct).toMatchObject({ leaseId: undefined, remaining: 0n });
+        acct.inflight++; // admitted, as holdChat does before it tops up
+        const topUp = leases.topUp(acct, C);
+        releasing();
+        release_ = undefined;
+        await upkeep;
+        await topUp;
+        expect(acct).toMatchObject({ leaseId: 'lease:r1:e:2', remaining: 9n * C });
+        expect(leases.of('e')).toBe(acct);
+        expect(await accountState(store, 'e')).toEqual({ balance: 100n * C, held: 9n * C });
+        expect(await verifyLedger(store)).toEqual([]);
+      } finally {
+        await disposeStore(store);
+      }
+    });
   });
 }
