@@ -76,6 +76,19 @@ describe('request encoding', () => {
     expect(body.messages[1]!.content).toEqual([
       { toolResult: { toolUseId: 't1', content: [{ text: 'the screen' }, { image: { format: 'png', source: { bytes: 'AAAA' } } }] } },
     ]);
+    // An image alone (a file read): no blank text block, which Converse refuses.
+    const alone = encodeConverseRequest(
+      {
+        ...ir,
+        messages: [
+          ir.messages[0]!,
+          { role: 'user', content: [{ type: 'tool_result', callId: 't1', content: '', images: [{ type: 'image', mediaType: 'image/png', data: 'AAAA' }] }] },
+        ],
+      },
+      'anthropic.claude-sonnet-4-20250514-v1:0',
+      100,
+    ) as { messages: { content: unknown[] }[] };
+    expect(alone.messages[1]!.content).toEqual([{ toolResult: { toolUseId: 't1', content: [{ image: { format: 'png', source: { bytes: 'AAAA' } } }] } }]);
   });
 
   it('a model other than Claude gets no thinking fields; sampling kept', () => {

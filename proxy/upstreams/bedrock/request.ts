@@ -87,7 +87,12 @@ function block(p: IrPart): Json | undefined {
       return { toolUse: { toolUseId: p.id, name: p.name, input: argsObject(p.arguments) } };
     case 'tool_result':
       return {
-        toolResult: { toolUseId: p.callId, content: [{ text: p.content }, ...(p.images ?? []).map(image)], ...(p.isError ? { status: 'error' } : {}) },
+        // Converse refuses a blank text block: a result that is only an image (a file read) has none.
+        toolResult: {
+          toolUseId: p.callId,
+          content: [...(p.content || !p.images?.length ? [{ text: p.content }] : []), ...(p.images ?? []).map(image)],
+          ...(p.isError ? { status: 'error' } : {}),
+        },
       };
     case 'reasoning':
       // Thinking goes back only with a signature (Gemini's, marked, are not Bedrock's to read).

@@ -44,7 +44,7 @@ export function encodeResponsesRequest(ir: IrRequest, model: string, cap: number
         if (p.type === 'tool_result') {
           const text = p.isError ? `Error: ${p.content}` : p.content;
           // An output may be a list of inputs: the tool's images go with its text.
-          const output = p.images?.length ? (userItem([{ type: 'text', text }, ...p.images])!.content as Json[]) : text;
+          const output = p.images?.length ? (userItem([...(text ? [{ type: 'text' as const, text }] : []), ...p.images])!.content as Json[]) : text;
           input.push({ type: 'function_call_output', call_id: p.callId, output });
         } else rest.push(p);
       }
