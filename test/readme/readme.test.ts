@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, open, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, open, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -210,5 +210,13 @@ describe('the README, walked against npm start', () => {
       expect(r.code, `README.md:${b.line} (${b.section || 'quickstart'}):\n${r.out}\n${r.err}`).toBe(0);
       expect(r.out.trim().length, `README.md:${b.line} printed nothing`).toBeGreaterThan(0);
     }
+    // "As TypeScript": the first one as hello.mts, in a folder as `npm init -y` leaves it (CommonJS), run with tsx.
+    const ts = join(work, 'ts');
+    await mkdir(ts);
+    await symlink(join(ROOT, 'node_modules'), join(ts, 'node_modules'), 'dir');
+    await writeFile(join(ts, 'package.json'), JSON.stringify({ name: 'ts', version: '1.0.0', type: 'commonjs' }));
+    await writeFile(join(ts, 'hello.mts'), moved(snippets[0]!.code, ports));
+    const r = await run(join(ts, 'node_modules', '.bin', 'tsx'), ['hello.mts'], { cwd: ts, env: cleanEnv(), timeoutMs: 60_000 });
+    expect(r.code, `README.md:${snippets[0]!.line} as hello.mts:\n${r.out}\n${r.err}`).toBe(0);
   }, 180_000);
 });
